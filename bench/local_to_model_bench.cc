@@ -1,0 +1,88 @@
+// Forward kinematics (LocalToModelJob) and its inverse on the CMU walk rig,
+// full and partial (from the left shoulder down, as an arm IK would refresh).
+//
+//   ./build/bench/bench_local_to_model --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <cstdlib>
+#include <iostream>
+
+#include <benchmark/benchmark.h>
+
+#include "solver_core/io/bvh_reader.h"
+#include "solver_core/local_to_model.h"
+#include "solver_core/pose.h"
+
+namespace posewire {
+namespace {
+
+const ImportedAsset& Walk() {
+  static const ImportedAsset* asset = [] {
+    auto read = ReadBvhFile(std::string(POSEWIRE_BENCH_DATA_DIR) +
+                            "/cmu_131_01_walk.bvh");
+    if (!read.ok()) {
+      std::cerr << read.status() << "\n";
+      std::exit(1);
+    }
+    return new ImportedAsset(*std::move(read));
+  }();
+  return *asset;
+}
+
+void BM_LocalToModel(benchmark::State& state) {
+  const Skeleton& skeleton = Walk().skeleton;
+  LocalPose local = RestPose(skeleton);
+  ModelPose model(skeleton.num_joints());
+  LocalToModelJob job{.skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
+  for (auto _ : state) {
+    job.RunUnchecked();
+    benchmark::DoNotOptimize(model.data());
+  }
+  state.SetItemsProcessed(state.iterations() * skeleton.num_joints());
+}
+BENCHMARK(BM_LocalToModel);
+
+void BM_LocalToModelValidated(benchmark::State& state) {
+  const Skeleton& skeleton = Walk().skeleton;
+  LocalPose local = RestPose(skeleton);
+  ModelPose model(skeleton.num_joints());
+  LocalToModelJob job{.skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(job.Run().ok());
+  }
+  state.SetItemsProcessed(state.iterations() * skeleton.num_joints());
+}
+BENCHMARK(BM_LocalToModelValidated);
+
+void BM_LocalToModelPartialArm(benchmark::State& state) {
+  const Skeleton& skeleton = Walk().skeleton;
+  LocalPose local = RestPose(skeleton);
+  ModelPose model(skeleton.num_joints());
+  LocalToModelJob full{.skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
+  full.RunUnchecked();
+  LocalToModelJob arm = full;
+  arm.from = skeleton.FindJoint("LeftShoulder");
+  for (auto _ : state) {
+    arm.RunUnchecked();
+    benchmark::DoNotOptimize(model.data());
+  }
+}
+BENCHMARK(BM_LocalToModelPartialArm);
+
+void BM_ModelToLocal(benchmark::State& state) {
+  const Skeleton& skeleton = Walk().skeleton;
+  LocalPose local = RestPose(skeleton);
+  ModelPose model(skeleton.num_joints());
+  LocalToModelJob{.skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)}
+      .RunUnchecked();
+  ModelToLocalJob job{.skeleton = &skeleton, .model = model, .local = absl::MakeSpan(local)};
+  for (auto _ : state) {
+    job.RunUnchecked();
+    benchmark::DoNotOptimize(local.data());
+  }
+  state.SetItemsProcessed(state.iterations() * skeleton.num_joints());
+}
+BENCHMARK(BM_ModelToLocal);
+
+}  // namespace
+}  // namespace posewire
+
+BENCHMARK_MAIN();

@@ -1,0 +1,98 @@
+#include "solver_core/local_to_model.h"
+
+#include "absl/strings/str_cat.h"
+#include "solver_core/pose.h"
+
+namespace posewire {
+namespace {
+
+absl::Status ValidateRoot(const Transform& root, absl::string_view field) {
+  return ValidateTransform(root, field, 0, "root space");
+}
+
+}  // namespace
+
+absl::Status LocalToModelJob::Validate() const {
+  if (skeleton == nullptr) {
+    return absl::InvalidArgumentError("local_to_model.skeleton: not set");
+  }
+  if (static_cast<int>(model.size()) != skeleton->num_joints()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "local_to_model.model: output has ", model.size(),
+        " transforms for a skeleton of ", skeleton->num_joints(), " joints"));
+  }
+  if (from < -1 || from >= skeleton->num_joints()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("local_to_model.from: joint ", from,
+                     " is out of range [-1, ", skeleton->num_joints(), ")"));
+  }
+  if (absl::Status s = ValidateRoot(root, "local_to_model.root"); !s.ok()) {
+    return s;
+  }
+  return ValidatePose(*skeleton, local, "local_to_model.local");
+}
+
+absl::Status LocalToModelJob::Run() const {
+  if (absl::Status s = Validate(); !s.ok()) return s;
+  RunUnchecked();
+  return absl::OkStatus();
+}
+
+void LocalToModelJob::RunUnchecked() const {
+  const Skeleton& skel = *skeleton;
+  const int n = skel.num_joints();
+  const int begin = from < 0 ? 0 : from;
+  for (int j = begin; j < n; ++j) {
+    if (from >= 0 && !skel.IsInSubtree(from, j)) continue;
+    const int p = skel.parent(j);
+    model[j] = Combine(p == kNoParent ? root : model[p], local[j]);
+  }
+}
+
+absl::Status ModelToLocalJob::Validate() const {
+  if (skeleton == nullptr) {
+    return absl::InvalidArgumentError("model_to_local.skeleton: not set");
+  }
+  if (static_cast<int>(local.size()) != skeleton->num_joints()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model_to_local.local: output has ", local.size(),
+        " transforms for a skeleton of ", skeleton->num_joints(), " joints"));
+  }
+  if (absl::Status s = ValidateRoot(root, "model_to_local.root"); !s.ok()) {
+    return s;
+  }
+  if (root.scale.cwiseAbs().minCoeff() == 0.0f) {
+    return absl::InvalidArgumentError(
+        "model_to_local.root: scale has a zero component");
+  }
+  if (absl::Status s = ValidatePose(*skeleton, model, "model_to_local.model");
+      !s.ok()) {
+    return s;
+  }
+  for (int j = 0; j < skeleton->num_joints(); ++j) {
+    if (!skeleton->children(j).empty() &&
+        model[j].scale.cwiseAbs().minCoeff() == 0.0f) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model_to_local.model[", j, "] '", skeleton->joint_name(j),
+          "': scale has a zero component, so its children's local "
+          "transforms are undefined"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelToLocalJob::Run() const {
+  if (absl::Status s = Validate(); !s.ok()) return s;
+  RunUnchecked();
+  return absl::OkStatus();
+}
+
+void ModelToLocalJob::RunUnchecked() const {
+  const Skeleton& skel = *skeleton;
+  for (int j = 0; j < skel.num_joints(); ++j) {
+    const int p = skel.parent(j);
+    local[j] = LocalFromModel(p == kNoParent ? root : model[p], model[j]);
+  }
+}
+
+}  // namespace posewire

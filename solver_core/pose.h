@@ -1,0 +1,45 @@
+// Poses: one Transform per skeleton joint, in the skeleton's joint order.
+//
+// A local pose holds each joint relative to its parent; a model-space pose
+// holds each joint relative to the skeleton's root space. Both are plain
+// vectors so jobs can take them as spans; the names only document intent.
+#ifndef POSEWIRE_SOLVER_CORE_POSE_H_
+#define POSEWIRE_SOLVER_CORE_POSE_H_
+
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "solver_core/skeleton.h"
+#include "solver_core/transform.h"
+
+namespace posewire {
+
+using LocalPose = std::vector<Transform>;
+using ModelPose = std::vector<Transform>;
+
+// How far a rotation's norm may stray from 1 before it is rejected. Loose
+// enough for float data that went through text or half precision, tight
+// enough that a non-normalised input cannot silently skew a solve.
+inline constexpr float kUnitQuaternionTolerance = 1e-3f;
+
+// A copy of the skeleton's rest pose.
+LocalPose RestPose(const Skeleton& skeleton);
+
+// Checks one transform: every component finite, rotation of unit norm within
+// kUnitQuaternionTolerance. `field` and the joint name appear in the error,
+// e.g. "pose[3] 'LeftKnee': rotation norm 1.5 is not 1 (tolerance 0.001)".
+absl::Status ValidateTransform(const Transform& transform,
+                               absl::string_view field, int joint,
+                               absl::string_view joint_name);
+
+// Checks a pose against a skeleton: one transform per joint, each valid as
+// ValidateTransform defines.
+absl::Status ValidatePose(const Skeleton& skeleton,
+                          absl::Span<const Transform> pose,
+                          absl::string_view field);
+
+}  // namespace posewire
+
+#endif  // POSEWIRE_SOLVER_CORE_POSE_H_

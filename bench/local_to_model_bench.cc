@@ -1,31 +1,18 @@
 // Forward kinematics (LocalToModelJob) and its inverse on the CMU walk rig,
 // full and partial (from the left shoulder down, as an arm IK would refresh).
 //
-//   ./build/bench/bench_local_to_model --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-#include <cstdlib>
-#include <iostream>
-
+// ./build/bench/posewire-bench --benchmark_filter='BM_(LocalToModel|ModelToLocal)'
+//     --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
-#include "solver_core/io/bvh_reader.h"
+#include "bench/bench_data.h"
 #include "solver_core/local_to_model.h"
 #include "solver_core/pose.h"
 
 namespace posewire {
 namespace {
 
-const ImportedAsset& Walk() {
-  static const ImportedAsset* asset = [] {
-    auto read = ReadBvhFile(std::string(POSEWIRE_BENCH_DATA_DIR) +
-                            "/cmu_131_01_walk.bvh");
-    if (!read.ok()) {
-      std::cerr << read.status() << "\n";
-      std::exit(1);
-    }
-    return new ImportedAsset(*std::move(read));
-  }();
-  return *asset;
-}
+const ImportedAsset& Walk() { return bench::LoadAsset("cmu_131_01_walk.bvh"); }
 
 void BM_LocalToModel(benchmark::State& state) {
   const Skeleton& skeleton = Walk().skeleton;
@@ -84,5 +71,3 @@ BENCHMARK(BM_ModelToLocal);
 
 }  // namespace
 }  // namespace posewire
-
-BENCHMARK_MAIN();

@@ -1,0 +1,92 @@
+// posewire-server: serves posewire.v1.PoseWire, grpc.health.v1 and server
+// reflection. SIGINT or SIGTERM: stop accepting, let in-flight calls finish
+// within --shutdown_grace, exit 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "server/server.h"
+#include "server/version.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "Address to serve on, HOST:PORT (port 0 picks a free one).");
+ABSL_FLAG(int, threads, 0, "Threads that run solves; 0 = one per core.");
+ABSL_FLAG(std::string, log_level, "info",
+          "Log level: trace, debug, info, warn, error, critical or off.");
+ABSL_FLAG(int64_t, max_message_bytes, 16 << 20,
+          "Largest request or response message, in bytes.");
+ABSL_FLAG(int, max_joints, 1024, "Largest skeleton accepted, in joints.");
+ABSL_FLAG(int, max_characters, 1024,
+          "Most characters in one request or stream frame.");
+ABSL_FLAG(int, max_iterations, 1000,
+          "Largest iteration count an iterative solver accepts.");
+ABSL_FLAG(int, max_sessions, 1000, "Most concurrent streaming sessions.");
+ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
+          "How long in-flight calls may finish after SIGINT/SIGTERM.");
+
+namespace {
+
+int Run() {
+  const std::string level_name = absl::GetFlag(FLAGS_log_level);
+  const spdlog::level::level_enum level = spdlog::level::from_str(level_name);
+  if (level == spdlog::level::off && level_name != "off") {
+    spdlog::error("--log_level: unknown level '{}'", level_name);
+    return 2;
+  }
+  spdlog::set_level(level);
+
+  posewire::server::ServerConfig config;
+  config.listen = absl::GetFlag(FLAGS_listen);
+  config.threads = absl::GetFlag(FLAGS_threads);
+  config.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  config.max_joints_per_skeleton = absl::GetFlag(FLAGS_max_joints);
+  config.max_characters_per_batch = absl::GetFlag(FLAGS_max_characters);
+  config.max_solver_iterations = absl::GetFlag(FLAGS_max_iterations);
+  config.max_sessions = absl::GetFlag(FLAGS_max_sessions);
+  config.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+
+  // Block the stop signals before gRPC starts its threads (they inherit the
+  // mask), so only the sigwait below ever receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto server = posewire::server::PosewireServer::Start(config);
+  if (!server.ok()) {
+    spdlog::error("cannot start: {}", server.status().ToString());
+    return 1;
+  }
+  const std::string host = config.listen.substr(0, config.listen.rfind(':'));
+  spdlog::info("posewire-server {} ({}) listening on {}:{}, {} solver threads",
+               posewire::kVersion, posewire::kGitRevision, host,
+               (*server)->port(), config.EffectiveThreads());
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  spdlog::info("{} received: draining for up to {}",
+               signal_number == SIGINT ? "SIGINT" : "SIGTERM",
+               absl::FormatDuration(config.shutdown_grace));
+  (*server)->Shutdown(config.shutdown_grace);
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "posewire-server: networked animation solver.\n"
+      "Usage: posewire-server [--listen=HOST:PORT] [--threads=N] ...");
+  absl::ParseCommandLine(argc, argv);
+  return Run();
+}

@@ -1,0 +1,48 @@
+#include "server/server_config.h"
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace posewire::server {
+
+absl::Status ServerConfig::Validate() const {
+  if (listen.empty()) {
+    return absl::InvalidArgumentError("--listen: empty address; use HOST:PORT");
+  }
+  if (threads < 0 || threads > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--threads: ", threads, " is outside [0, 1024]"));
+  }
+  // gRPC stores the limit in an int; 1 KiB is too small for any real frame.
+  if (max_message_bytes < 1024 || max_message_bytes > INT32_MAX) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_message_bytes: ", max_message_bytes,
+                     " is outside [1024, ", INT32_MAX, "]"));
+  }
+  if (max_joints_per_skeleton < 1 || max_joints_per_skeleton > (1 << 16)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_joints: ", max_joints_per_skeleton, " is outside [1, 65536]"));
+  }
+  if (max_characters_per_batch < 1) {
+    return absl::InvalidArgumentError("--max_characters: must be at least 1");
+  }
+  if (max_solver_iterations < 1) {
+    return absl::InvalidArgumentError("--max_iterations: must be at least 1");
+  }
+  if (max_sessions < 1) {
+    return absl::InvalidArgumentError("--max_sessions: must be at least 1");
+  }
+  if (shutdown_grace < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--shutdown_grace: must not be negative");
+  }
+  return absl::OkStatus();
+}
+
+int ServerConfig::EffectiveThreads() const {
+  if (threads > 0) return threads;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+}  // namespace posewire::server

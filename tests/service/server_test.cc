@@ -1,0 +1,164 @@
+// The server started in process on 127.0.0.1:0 and called over real gRPC:
+// GetInfo, the standard health service and server reflection.
+#include <memory>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "posewire/v1/posewire.grpc.pb.h"
+#include "server/server.h"
+#include "server/version.h"
+
+namespace posewire::server {
+namespace {
+
+using ::grpc::health::v1::HealthCheckRequest;
+using ::grpc::health::v1::HealthCheckResponse;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_.listen = "127.0.0.1:0";
+    config_.threads = 3;
+    config_.max_message_bytes = 1 << 20;
+    config_.max_joints_per_skeleton = 512;
+    config_.max_characters_per_batch = 64;
+    config_.max_solver_iterations = 200;
+    config_.max_sessions = 10;
+    auto server = PosewireServer::Start(config_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    ASSERT_GT(server_->port(), 0);
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
+                                   grpc::InsecureChannelCredentials());
+  }
+
+  ServerConfig config_;
+  std::unique_ptr<PosewireServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+TEST_F(ServerTest, GetInfo_ReportsVersionRevisionAndConfiguredLimits) {
+  auto stub = posewire::v1::PoseWire::NewStub(channel_);
+  grpc::ClientContext context;
+  posewire::v1::GetInfoResponse info;
+  grpc::Status status = stub->GetInfo(&context, {}, &info);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(info.version(), kVersion);
+  EXPECT_FALSE(info.git_revision().empty());
+  EXPECT_EQ(info.solver_threads(), 3u);
+  EXPECT_EQ(info.limits().max_message_bytes(), 1u << 20);
+  EXPECT_EQ(info.limits().max_joints_per_skeleton(), 512u);
+  EXPECT_EQ(info.limits().max_characters_per_batch(), 64u);
+  EXPECT_EQ(info.limits().max_solver_iterations(), 200u);
+  EXPECT_EQ(info.limits().max_sessions(), 10u);
+  // No operation is served over the wire yet; listing one would be a lie.
+  EXPECT_TRUE(info.operations().empty());
+}
+
+TEST_F(ServerTest, Health_ServerAndPoseWireServiceAreServing) {
+  auto stub = grpc::health::v1::Health::NewStub(channel_);
+  for (const std::string service : {"", "posewire.v1.PoseWire"}) {
+    grpc::ClientContext context;
+    HealthCheckRequest request;
+    request.set_service(service);
+    HealthCheckResponse response;
+    grpc::Status status = stub->Check(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << service << ": " << status.error_message();
+    EXPECT_EQ(response.status(), HealthCheckResponse::SERVING) << service;
+  }
+}
+
+TEST_F(ServerTest, Health_UnknownServiceIsNotFound) {
+  auto stub = grpc::health::v1::Health::NewStub(channel_);
+  grpc::ClientContext context;
+  HealthCheckRequest request;
+  request.set_service("no.such.Service");
+  HealthCheckResponse response;
+  grpc::Status status = stub->Check(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ServerTest, Reflection_ListsServicesAndDescribesPoseWire) {
+  using grpc::reflection::v1alpha::ServerReflection;
+  using grpc::reflection::v1alpha::ServerReflectionRequest;
+  using grpc::reflection::v1alpha::ServerReflectionResponse;
+  auto stub = ServerReflection::NewStub(channel_);
+  grpc::ClientContext context;
+  auto stream = stub->ServerReflectionInfo(&context);
+
+  ServerReflectionRequest list;
+  list.set_list_services("");
+  ASSERT_TRUE(stream->Write(list));
+  ServerReflectionResponse listed;
+  ASSERT_TRUE(stream->Read(&listed));
+  std::vector<std::string> names;
+  for (const auto& service : listed.list_services_response().service()) {
+    names.push_back(service.name());
+  }
+  EXPECT_THAT(names, Contains("posewire.v1.PoseWire"));
+  EXPECT_THAT(names, Contains("grpc.health.v1.Health"));
+
+  ServerReflectionRequest describe;
+  describe.set_file_containing_symbol("posewire.v1.PoseWire");
+  ASSERT_TRUE(stream->Write(describe));
+  ServerReflectionResponse described;
+  ASSERT_TRUE(stream->Read(&described));
+  ASSERT_TRUE(described.has_file_descriptor_response());
+  ASSERT_GT(described.file_descriptor_response().file_descriptor_proto_size(),
+            0);
+  // The descriptor is the real compiled contract, so it names the RPC.
+  EXPECT_THAT(described.file_descriptor_response().file_descriptor_proto(0),
+              HasSubstr("GetInfo"));
+
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(ServerTest, Shutdown_RefusesNewCallsAfterwards) {
+  server_->Shutdown(absl::Seconds(1));
+  auto stub = posewire::v1::PoseWire::NewStub(channel_);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(2));
+  posewire::v1::GetInfoResponse info;
+  grpc::Status status = stub->GetInfo(&context, {}, &info);
+  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST(ServerStartTest, InvalidConfigurationIsRejectedWithTheFlagName) {
+  ServerConfig config;
+  config.listen = "127.0.0.1:0";
+  config.threads = -1;
+  auto server = PosewireServer::Start(config);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(server.status().message(), HasSubstr("--threads"));
+
+  config.threads = 0;
+  config.max_message_bytes = 10;
+  server = PosewireServer::Start(config);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(server.status().message(), HasSubstr("--max_message_bytes"));
+}
+
+TEST(ServerStartTest, PortInUseIsUnavailable) {
+  ServerConfig config;
+  config.listen = "127.0.0.1:0";
+  auto first = PosewireServer::Start(config);
+  ASSERT_TRUE(first.ok()) << first.status();
+  config.listen = absl::StrCat("127.0.0.1:", (*first)->port());
+  auto second = PosewireServer::Start(config);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(second.status().message(), HasSubstr("cannot listen"));
+}
+
+}  // namespace
+}  // namespace posewire::server

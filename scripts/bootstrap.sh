@@ -10,7 +10,7 @@ packages=(
   g++ cmake ninja-build pkg-config git
   # gRPC, Protobuf, Abseil and the gRPC health/reflection .proto files
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
-  libabsl-dev grpc-proto
+  libabsl-dev grpc-proto libssl-dev
   # logging, math, asset import (tinygltf needs nlohmann-json's header)
   libspdlog-dev libeigen3-dev libtinygltf-dev nlohmann-json3-dev
   # tests and benchmarks

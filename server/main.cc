@@ -29,6 +29,10 @@ ABSL_FLAG(int, max_characters, 1024,
 ABSL_FLAG(int, max_iterations, 1000,
           "Largest iteration count an iterative solver accepts.");
 ABSL_FLAG(int, max_sessions, 1000, "Most concurrent streaming sessions.");
+ABSL_FLAG(int, max_session_objects, 10000,
+          "Most skeletons, clips, rigs and characters one session may register.");
+ABSL_FLAG(int, skeleton_cache_size, 1024,
+          "Skeletons kept for lookups by content hash.");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "How long in-flight calls may finish after SIGINT/SIGTERM.");
 
@@ -51,6 +55,8 @@ int Run() {
   config.max_characters_per_batch = absl::GetFlag(FLAGS_max_characters);
   config.max_solver_iterations = absl::GetFlag(FLAGS_max_iterations);
   config.max_sessions = absl::GetFlag(FLAGS_max_sessions);
+  config.max_session_objects = absl::GetFlag(FLAGS_max_session_objects);
+  config.skeleton_cache_size = absl::GetFlag(FLAGS_skeleton_cache_size);
   config.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
 
   // Block the stop signals before gRPC starts its threads (they inherit the

@@ -1,28 +1,51 @@
-// The posewire.v1.PoseWire service: converts wire messages to solver-core
-// jobs and back. Stateless apart from its configuration; streaming sessions
-// own their own state.
+// The posewire.v1.PoseWire service on gRPC's callback API. Reactor methods
+// only move messages; solving runs on a WorkerPool so gRPC's threads stay
+// free to do I/O.
 #ifndef POSEWIRE_SERVER_POSEWIRE_SERVICE_H_
 #define POSEWIRE_SERVER_POSEWIRE_SERVICE_H_
+
+#include <atomic>
+#include <memory>
 
 #include <grpcpp/grpcpp.h>
 
 #include "posewire/v1/posewire.grpc.pb.h"
 #include "server/server_config.h"
+#include "server/skeleton_cache.h"
+#include "server/worker_pool.h"
 
 namespace posewire::server {
 
-class PoseWireService final : public posewire::v1::PoseWire::CallbackService {
+class PoseWireService final : public v1::PoseWire::CallbackService {
  public:
   explicit PoseWireService(const ServerConfig& config);
+  ~PoseWireService() override;
 
-  grpc::ServerUnaryReactor* GetInfo(
-      grpc::CallbackServerContext* context,
-      const posewire::v1::GetInfoRequest* request,
-      posewire::v1::GetInfoResponse* response) override;
+  grpc::ServerUnaryReactor* GetInfo(grpc::CallbackServerContext* context,
+                                    const v1::GetInfoRequest* request,
+                                    v1::GetInfoResponse* response) override;
+
+  grpc::ServerUnaryReactor* Solve(grpc::CallbackServerContext* context,
+                                  const v1::SolveRequest* request,
+                                  v1::SolveResponse* response) override;
+
+  grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse>* Session(
+      grpc::CallbackServerContext* context) override;
+
+  int active_sessions() const { return active_sessions_.load(); }
 
  private:
+  class SessionReactor;
+
+  const ServerConfig config_;
   // Built once: GetInfo's answer never changes while the server runs.
-  posewire::v1::GetInfoResponse info_;
+  v1::GetInfoResponse info_;
+  SkeletonCache skeletons_;
+  std::atomic<int> active_sessions_{0};
+  std::atomic<uint64_t> next_session_id_{1};
+  // Declared last so it is destroyed first: its threads finish their tasks
+  // while everything those tasks touch still exists.
+  std::unique_ptr<WorkerPool> pool_;
 };
 
 }  // namespace posewire::server

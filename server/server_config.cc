@@ -33,6 +33,14 @@ absl::Status ServerConfig::Validate() const {
   if (max_sessions < 1) {
     return absl::InvalidArgumentError("--max_sessions: must be at least 1");
   }
+  if (max_session_objects < 1) {
+    return absl::InvalidArgumentError(
+        "--max_session_objects: must be at least 1");
+  }
+  if (skeleton_cache_size < 1) {
+    return absl::InvalidArgumentError(
+        "--skeleton_cache_size: must be at least 1");
+  }
   if (shutdown_grace < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--shutdown_grace: must not be negative");
   }

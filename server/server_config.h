@@ -22,6 +22,10 @@ struct ServerConfig {
   int max_characters_per_batch = 1024;
   int max_solver_iterations = 1000;
   int max_sessions = 1000;
+  // Skeletons, clips, rigs and characters one session may register.
+  int max_session_objects = 10000;
+  // Skeletons kept for SkeletonRef.hash lookups (least recently used go).
+  int skeleton_cache_size = 1024;
   // How long in-flight calls may run after a shutdown request before they
   // are cancelled.
   absl::Duration shutdown_grace = absl::Seconds(10);

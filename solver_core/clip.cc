@@ -1,9 +1,10 @@
 #include "solver_core/clip.h"
 
 #include <cmath>
-#include "absl/strings/string_view.h"
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "solver_core/pose.h"
 
 namespace posewire {
@@ -23,6 +24,15 @@ absl::Status ValidateTrack(const Track<T>& track, const Clip& clip,
                         skeleton.joint_name(joint), "' ", component,
                         " track");
   };
+  // An out-of-range enum (e.g. cast from a wire integer) would otherwise be
+  // sampled as whatever a switch's default happens to do.
+  if (track.interpolation != Interpolation::kStep &&
+      track.interpolation != Interpolation::kLinear &&
+      track.interpolation != Interpolation::kCubicSpline) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where(), ": unknown interpolation ",
+        static_cast<int>(track.interpolation)));
+  }
   const size_t keys = track.times.size();
   const size_t per_key =
       track.interpolation == Interpolation::kCubicSpline ? 3 : 1;

@@ -29,7 +29,20 @@ absl::Status LocalToModelJob::Validate() const {
   if (absl::Status s = ValidateRoot(root, "local_to_model.root"); !s.ok()) {
     return s;
   }
-  return ValidatePose(*skeleton, local, "local_to_model.local");
+  if (absl::Status s = ValidatePose(*skeleton, local, "local_to_model.local");
+      !s.ok()) {
+    return s;
+  }
+  // A partial update reads the parent of `from` out of `model`; a stale NaN
+  // or garbage rotation there would silently poison the whole subtree.
+  if (from >= 0) {
+    const int p = skeleton->parent(from);
+    if (p != kNoParent) {
+      return ValidateTransform(model[p], "local_to_model.model", p,
+                               skeleton->joint_name(p));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status LocalToModelJob::Run() const {

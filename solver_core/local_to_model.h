@@ -30,7 +30,8 @@ struct LocalToModelJob {
   absl::Span<Transform> model;
 
   // Checks sizes, `from` range and that every local transform is finite with
-  // a unit rotation.
+  // a unit rotation; for a partial update, also the model transform of the
+  // parent of `from`, which is read.
   absl::Status Validate() const;
   // Validates, then computes `model`.
   absl::Status Run() const;

@@ -10,14 +10,7 @@ namespace posewire {
 
 absl::StatusOr<Skeleton> Skeleton::Create(SkeletonDesc desc) {
   const size_t n = desc.parents.size();
-  if (n == 0) {
-    return absl::InvalidArgumentError("skeleton: no joints");
-  }
-  if (n > static_cast<size_t>(kMaxSkeletonJoints)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("skeleton: ", n, " joints exceed the maximum of ",
-                     kMaxSkeletonJoints));
-  }
+  // Sizes first: names without parents is a mismatch, not an empty skeleton.
   if (desc.joint_names.size() != n) {
     return absl::InvalidArgumentError(absl::StrCat(
         "skeleton.joint_names: ", desc.joint_names.size(),
@@ -27,6 +20,14 @@ absl::StatusOr<Skeleton> Skeleton::Create(SkeletonDesc desc) {
     return absl::InvalidArgumentError(
         absl::StrCat("skeleton.rest_pose: ", desc.rest_pose.size(),
                      " transforms for ", n, " joints"));
+  }
+  if (n == 0) {
+    return absl::InvalidArgumentError("skeleton: no joints");
+  }
+  if (n > static_cast<size_t>(kMaxSkeletonJoints)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("skeleton: ", n, " joints exceed the maximum of ",
+                     kMaxSkeletonJoints));
   }
 
   Skeleton s;

@@ -37,7 +37,8 @@ class Skeleton {
   // Validates `desc` and precomputes the lookup tables. Errors name the field
   // and the joint: empty skeleton, size mismatch, empty or duplicate name,
   // parent out of range or not before its child, non-finite or non-unit rest
-  // transform, zero scale.
+  // transform. A zero rest scale is accepted (rigs hide parts that way);
+  // ModelToLocalJob rejects zero scale on parents per frame.
   static absl::StatusOr<Skeleton> Create(SkeletonDesc desc);
 
   Skeleton() = default;

@@ -1,0 +1,424 @@
+#include "server/pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/wire_convert.h"
+#include "solver_core/additive_job.h"
+#include "solver_core/blending_job.h"
+#include "solver_core/local_to_model.h"
+#include "solver_core/sampling_job.h"
+
+namespace posewire::server {
+namespace {
+
+using google::protobuf::RepeatedField;
+using google::protobuf::RepeatedPtrField;
+
+constexpr char kDefaultCrossfadeKey[] = "crossfade";
+
+// Everything an op handler needs, bundled so handlers keep short signatures.
+struct OpContext {
+  const PipelineInput& input;
+  const Skeleton& skeleton;
+  std::string field;  // e.g. "characters[2].ops[1].blend"
+  LocalPose& pose;
+  CharacterState& state;
+  v1::OperationResult& result;
+};
+
+absl::Status Prefixed(absl::string_view field, const absl::Status& status) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(field, ": ", status.message()));
+}
+
+absl::Status SampleInto(OpContext& ctx, const v1::ClipSample& sample,
+                        absl::string_view field, absl::Span<Transform> out) {
+  auto clip = ctx.input.clips->Find(sample.clip(), absl::StrCat(field, ".clip"));
+  if (!clip.ok()) return clip.status();
+  SamplingJob job;
+  job.skeleton = &ctx.skeleton;
+  job.clip = &ctx.input.clips->clips()[*clip];
+  job.clip_validated = true;
+  job.time = sample.time();
+  job.mode = PlaybackModeFromProto(sample.mode());
+  job.rotation_interpolation =
+      RotationInterpolationFromProto(sample.rotation_interpolation());
+  job.output = out;
+  return Prefixed(field, job.Run());
+}
+
+// Resolves a layer's pose source into `out`.
+absl::Status ResolveSource(OpContext& ctx, const v1::PoseSource& source,
+                           absl::string_view field, LocalPose& out) {
+  switch (source.source_case()) {
+    case v1::PoseSource::kCurrent:
+      out = ctx.pose;
+      return absl::OkStatus();
+    case v1::PoseSource::kRest:
+      out = RestPose(ctx.skeleton);
+      return absl::OkStatus();
+    case v1::PoseSource::kClip:
+      out.resize(ctx.skeleton.num_joints());
+      return SampleInto(ctx, source.clip(), absl::StrCat(field, ".clip"),
+                        absl::MakeSpan(out));
+    case v1::PoseSource::kPose: {
+      auto pose =
+          PoseFromProto(source.pose(), ctx.skeleton, absl::StrCat(field, ".pose"));
+      if (!pose.ok()) return pose.status();
+      out = *std::move(pose);
+      return absl::OkStatus();
+    }
+    case v1::PoseSource::SOURCE_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": no source set (current, rest, clip or pose)"));
+}
+
+absl::Status CheckJointWeights(const RepeatedField<float>& weights,
+                               const Skeleton& skeleton,
+                               absl::string_view field) {
+  if (!weights.empty() && weights.size() != skeleton.num_joints()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", weights.size(), " weights for ",
+                     skeleton.num_joints(), " joints (or send none)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunSampleClip(OpContext& ctx, const v1::SampleClipOp& op) {
+  return SampleInto(ctx, op.sample(), absl::StrCat(ctx.field, ".sample"),
+                    absl::MakeSpan(ctx.pose));
+}
+
+absl::Status RunBlend(OpContext& ctx, const v1::BlendOp& op) {
+  const int n = op.layers_size();
+  if (n == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.field, ".layers: at least one layer is required"));
+  }
+  std::vector<LocalPose> poses(n);
+  std::vector<BlendLayer> layers(n);
+  for (int i = 0; i < n; ++i) {
+    const v1::BlendLayer& layer = op.layers(i);
+    const std::string where = absl::StrCat(ctx.field, ".layers[", i, "]");
+    if (absl::Status s = ResolveSource(ctx, layer.source(),
+                                       absl::StrCat(where, ".source"), poses[i]);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = CheckJointWeights(
+            layer.joint_weights(), ctx.skeleton,
+            absl::StrCat(where, ".joint_weights"));
+        !s.ok()) {
+      return s;
+    }
+    layers[i].transform = poses[i];
+    layers[i].weight = layer.weight();
+    layers[i].joint_weights = layer.joint_weights();
+  }
+  auto root = JointIndex(ctx.skeleton, op.blend_root(),
+                         absl::StrCat(ctx.field, ".blend_root"), true);
+  if (!root.ok()) return root.status();
+  BlendingJob job;
+  job.skeleton = &ctx.skeleton;
+  job.layers = layers;
+  job.base_layer = op.has_base_layer() ? op.base_layer() : -1;
+  job.blend_root = *root;
+  if (op.has_threshold()) job.threshold = op.threshold();
+  job.output = absl::MakeSpan(ctx.pose);
+  return Prefixed(ctx.field, job.Run());
+}
+
+absl::Status RunAdditive(OpContext& ctx, const v1::AdditiveOp& op) {
+  LocalPose base, additive;
+  if (absl::Status s = ResolveSource(ctx, op.base(),
+                                     absl::StrCat(ctx.field, ".base"), base);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ResolveSource(
+          ctx, op.additive(), absl::StrCat(ctx.field, ".additive"), additive);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          CheckJointWeights(op.joint_weights(), ctx.skeleton,
+                            absl::StrCat(ctx.field, ".joint_weights"));
+      !s.ok()) {
+    return s;
+  }
+  auto root = JointIndex(ctx.skeleton, op.blend_root(),
+                         absl::StrCat(ctx.field, ".blend_root"), true);
+  if (!root.ok()) return root.status();
+  LocalPose delta(ctx.skeleton.num_joints());
+  MakeAdditiveJob make{.skeleton = &ctx.skeleton,
+                       .base = base,
+                       .additive = additive,
+                       .delta = absl::MakeSpan(delta)};
+  if (absl::Status s = make.Run(); !s.ok()) return Prefixed(ctx.field, s);
+  AdditiveJob apply;
+  apply.skeleton = &ctx.skeleton;
+  apply.input = ctx.pose;
+  apply.delta = delta;
+  apply.weight = op.weight();
+  apply.joint_weights = op.joint_weights();
+  apply.blend_root = *root;
+  apply.output = absl::MakeSpan(ctx.pose);
+  return Prefixed(ctx.field, apply.Run());
+}
+
+FadeCurve FadeCurveFromProto(v1::FadeCurve curve) {
+  return curve == v1::FADE_CURVE_SMOOTHSTEP ? FadeCurve::kSmoothstep
+                                            : FadeCurve::kLinear;
+}
+
+v1::FadeCurve FadeCurveToProto(FadeCurve curve) {
+  return curve == FadeCurve::kSmoothstep ? v1::FADE_CURVE_SMOOTHSTEP
+                                         : v1::FADE_CURVE_LINEAR;
+}
+
+absl::Status RunCrossfade(OpContext& ctx, const v1::CrossfadeOp& op) {
+  const std::string key =
+      op.state_key().empty() ? kDefaultCrossfadeKey : op.state_key();
+  CrossfadeState player = ctx.state.crossfades[key];
+  const PlaybackMode mode = PlaybackModeFromProto(op.mode());
+  for (int i = 0; i < op.commands_size(); ++i) {
+    const v1::CrossfadeCommand& command = op.commands(i);
+    const std::string where = absl::StrCat(ctx.field, ".commands[", i, "]");
+    switch (command.command_case()) {
+      case v1::CrossfadeCommand::kPlay: {
+        auto clip = ctx.input.clips->Find(command.play(),
+                                          absl::StrCat(where, ".play"));
+        if (!clip.ok()) return clip.status();
+        player = Play(*clip, 0.0f, mode);
+        break;
+      }
+      case v1::CrossfadeCommand::kFadeTo: {
+        auto clip = ctx.input.clips->Find(command.fade_to().clip(),
+                                          absl::StrCat(where, ".fade_to.clip"));
+        if (!clip.ok()) return clip.status();
+        FadeRequest request;
+        request.clip = *clip;
+        request.duration = command.fade_to().fade_seconds();
+        request.curve = FadeCurveFromProto(command.fade_to().curve());
+        request.mode = mode;
+        auto next = FadeTo(std::move(player), request);
+        if (!next.ok()) {
+          return Prefixed(absl::StrCat(where, ".fade_to"), next.status());
+        }
+        player = *std::move(next);
+        break;
+      }
+      case v1::CrossfadeCommand::kCancel:
+        if (command.cancel()) player = Cancel(std::move(player));
+        break;
+      case v1::CrossfadeCommand::COMMAND_NOT_SET:
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": no command set (play, fade_to or cancel)"));
+    }
+  }
+  CrossfadeJob job;
+  job.skeleton = &ctx.skeleton;
+  job.clips = ctx.input.clips->clips();
+  job.clips_validated = true;
+  job.state = &player;
+  job.next_state = &player;
+  job.dt = ctx.input.dt;
+  job.pose = absl::MakeSpan(ctx.pose);
+  if (absl::Status s = job.Run(); !s.ok()) return Prefixed(ctx.field, s);
+  ctx.state.crossfades[key] = std::move(player);
+  return absl::OkStatus();
+}
+
+absl::Status RunValidate(OpContext& ctx, const v1::ValidateOp& op) {
+  const float pos_tol = op.position_tolerance();
+  const float rot_tol = op.rotation_tolerance_degrees();
+  if (!std::isfinite(pos_tol) || pos_tol < 0.0f) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ctx.field, ".position_tolerance: ", pos_tol,
+        " must be finite and >= 0"));
+  }
+  if (!std::isfinite(rot_tol) || rot_tol < 0.0f) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ctx.field, ".rotation_tolerance_degrees: ", rot_tol,
+        " must be finite and >= 0"));
+  }
+  if (op.claimed().transforms().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ctx.field, ".claimed: the claimed pose is required"));
+  }
+  auto claimed = PoseFromProto(op.claimed(), ctx.skeleton,
+                               absl::StrCat(ctx.field, ".claimed"));
+  if (!claimed.ok()) return claimed.status();
+  const int n = ctx.skeleton.num_joints();
+  ModelPose solved_model(n), claimed_model(n);
+  LocalToModelJob{.skeleton = &ctx.skeleton,
+                  .local = ctx.pose,
+                  .model = absl::MakeSpan(solved_model)}
+      .RunUnchecked();
+  LocalToModelJob{.skeleton = &ctx.skeleton,
+                  .local = *claimed,
+                  .model = absl::MakeSpan(claimed_model)}
+      .RunUnchecked();
+  v1::ValidationResult* v = ctx.result.mutable_validation();
+  v->mutable_position_error()->Resize(n, 0.0f);
+  v->mutable_rotation_error_degrees()->Resize(n, 0.0f);
+  int worst = 0;
+  float worst_position = -1.0f, worst_rotation = 0.0f;
+  bool valid = true;
+  for (int j = 0; j < n; ++j) {
+    const float position =
+        (solved_model[j].translation - claimed_model[j].translation).norm();
+    // Angle of the relative rotation, 2 atan2(|v|, |w|): exact 0 for equal
+    // rotations and well-conditioned near 0, where 2 acos |<q1, q2>| loses
+    // most of its digits (acos of a dot product one ulp below 1 is already
+    // 0.02 degrees).
+    const Eigen::Quaternionf relative =
+        solved_model[j].rotation.conjugate() * claimed_model[j].rotation;
+    const float rotation =
+        2.0f * std::atan2(relative.vec().norm(), std::fabs(relative.w())) *
+        (180.0f / std::numbers::pi_v<float>);
+    v->set_position_error(j, position);
+    v->set_rotation_error_degrees(j, rotation);
+    // NaN-safe: a non-finite error (impossible after validation) fails.
+    if (!(position <= pos_tol) || !(rotation <= rot_tol)) valid = false;
+    if (position > worst_position) {
+      worst_position = position;
+      worst = j;
+    }
+    worst_rotation = std::max(worst_rotation, rotation);
+  }
+  v->set_valid(valid);
+  v->set_worst_joint(ctx.skeleton.joint_name(worst));
+  v->set_worst_position_error(worst_position);
+  v->set_worst_rotation_error_degrees(worst_rotation);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const std::vector<std::string>& SupportedOperations() {
+  static const auto* names = new std::vector<std::string>{
+      "sample_clip", "blend", "additive", "crossfade", "validate"};
+  return *names;
+}
+
+absl::Status StateFromProto(
+    const google::protobuf::Map<std::string, v1::OperationState>& proto,
+    ClipLibrary& clips, CharacterState& state, absl::string_view field) {
+  for (const auto& [key, value] : proto) {
+    const std::string where = absl::StrCat(field, "[\"", key, "\"]");
+    switch (value.state_case()) {
+      case v1::OperationState::kCrossfade: {
+        const v1::CrossfadeState& wire = value.crossfade();
+        CrossfadeState player;
+        if (!wire.clip().empty()) {
+          auto clip = clips.Find(wire.clip(), absl::StrCat(where, ".clip"));
+          if (!clip.ok()) return clip.status();
+          player.current.clip = *clip;
+          player.current.time = wire.time();
+        }
+        if (wire.fades_size() > kMaxQueuedFades) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, ".fades: ", wire.fades_size(), " fades exceed the limit of ",
+              kMaxQueuedFades));
+        }
+        for (int i = 0; i < wire.fades_size(); ++i) {
+          const v1::PendingFade& f = wire.fades(i);
+          auto clip = clips.Find(f.clip(),
+                                 absl::StrCat(where, ".fades[", i, "].clip"));
+          if (!clip.ok()) return clip.status();
+          Fade fade;
+          fade.target.clip = *clip;
+          fade.target.time = f.time();
+          fade.duration = f.duration();
+          fade.elapsed = f.elapsed();
+          fade.curve = FadeCurveFromProto(f.curve());
+          player.fades.push_back(fade);
+        }
+        // Times, durations and elapsed values are range-checked by
+        // CrossfadeJob::Validate when the op runs.
+        state.crossfades[key] = std::move(player);
+        break;
+      }
+      case v1::OperationState::kDynamics:
+        return absl::UnimplementedError(
+            absl::StrCat(where, ": dynamics state is not served yet"));
+      case v1::OperationState::STATE_NOT_SET:
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": empty state entry"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void StateToProto(const CharacterState& state, const ClipLibrary& clips,
+                  google::protobuf::Map<std::string, v1::OperationState>* proto) {
+  for (const auto& [key, player] : state.crossfades) {
+    v1::CrossfadeState* wire = (*proto)[key].mutable_crossfade();
+    if (player.current.clip >= 0) {
+      wire->set_clip(clips.name(player.current.clip));
+      wire->set_time(player.current.time);
+    }
+    for (const Fade& fade : player.fades) {
+      v1::PendingFade* f = wire->add_fades();
+      f->set_clip(clips.name(fade.target.clip));
+      f->set_time(fade.target.time);
+      f->set_duration(fade.duration);
+      f->set_elapsed(fade.elapsed);
+      f->set_curve(FadeCurveToProto(fade.curve));
+    }
+  }
+}
+
+absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
+                         CharacterState& state,
+                         RepeatedPtrField<v1::OperationResult>* results) {
+  for (int i = 0; i < input.ops->size(); ++i) {
+    const v1::Operation& op = (*input.ops)[i];
+    v1::OperationResult* result = results->Add();
+    OpContext ctx{input, *input.skeleton, "", pose, state, *result};
+    const std::string base = absl::StrCat(input.field, ".ops[", i, "]");
+    absl::Status status;
+    switch (op.op_case()) {
+      case v1::Operation::kSampleClip:
+        result->set_op("sample_clip");
+        ctx.field = absl::StrCat(base, ".sample_clip");
+        status = RunSampleClip(ctx, op.sample_clip());
+        break;
+      case v1::Operation::kBlend:
+        result->set_op("blend");
+        ctx.field = absl::StrCat(base, ".blend");
+        status = RunBlend(ctx, op.blend());
+        break;
+      case v1::Operation::kAdditive:
+        result->set_op("additive");
+        ctx.field = absl::StrCat(base, ".additive");
+        status = RunAdditive(ctx, op.additive());
+        break;
+      case v1::Operation::kCrossfade:
+        result->set_op("crossfade");
+        ctx.field = absl::StrCat(base, ".crossfade");
+        status = RunCrossfade(ctx, op.crossfade());
+        break;
+      case v1::Operation::kValidate:
+        result->set_op("validate");
+        ctx.field = absl::StrCat(base, ".validate");
+        status = RunValidate(ctx, op.validate());
+        break;
+      case v1::Operation::OP_NOT_SET:
+        status = absl::InvalidArgumentError(
+            absl::StrCat(base, ": no operation set"));
+        break;
+    }
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace posewire::server

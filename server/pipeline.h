@@ -1,0 +1,71 @@
+// Runs a character's pipeline: the operations of posewire.v1.Operation,
+// applied in order to a local pose, on the solver-core jobs.
+//
+// Shared by the unary Solve (state comes in and goes out on the wire) and
+// streaming sessions (state stays in the session). Validation happens op by
+// op, before each job runs; the first error stops the pipeline and names the
+// operation and field.
+#ifndef POSEWIRE_SERVER_PIPELINE_H_
+#define POSEWIRE_SERVER_PIPELINE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/repeated_ptr_field.h"
+#include "posewire/v1/operations.pb.h"
+#include "posewire/v1/posewire.pb.h"
+#include "server/clip_library.h"
+#include "solver_core/crossfade.h"
+#include "solver_core/pose.h"
+#include "solver_core/skeleton.h"
+
+namespace posewire::server {
+
+// The operations this server really implements, by their oneof field names
+// in posewire.v1.Operation. GetInfo reports exactly this list.
+const std::vector<std::string>& SupportedOperations();
+
+// What a character remembers between frames, keyed by the ops' state_key.
+struct CharacterState {
+  absl::flat_hash_map<std::string, CrossfadeState> crossfades;
+
+  void Clear() { crossfades.clear(); }
+};
+
+// Converts wire state into `state`, resolving clip names in `clips`.
+absl::Status StateFromProto(
+    const google::protobuf::Map<std::string, v1::OperationState>& proto,
+    ClipLibrary& clips, CharacterState& state, absl::string_view field);
+// Writes `state` to the wire form (clip indices become names).
+void StateToProto(const CharacterState& state, const ClipLibrary& clips,
+                  google::protobuf::Map<std::string, v1::OperationState>* proto);
+
+struct PipelineLimits {
+  int max_solver_iterations = 1000;
+};
+
+struct PipelineInput {
+  const Skeleton* skeleton = nullptr;
+  ClipLibrary* clips = nullptr;
+  const google::protobuf::RepeatedPtrField<v1::Operation>* ops = nullptr;
+  // Seconds stateful operations advance by.
+  float dt = 0.0f;
+  // Component-to-world placement.
+  Transform root = Transform::Identity();
+  PipelineLimits limits;
+  // Prefix for error messages, e.g. "characters[2]".
+  absl::string_view field;
+};
+
+// Applies `input.ops` to `pose` (in place), updating `state` and appending
+// one OperationResult per op to `results`.
+absl::Status RunPipeline(
+    const PipelineInput& input, LocalPose& pose, CharacterState& state,
+    google::protobuf::RepeatedPtrField<v1::OperationResult>* results);
+
+}  // namespace posewire::server
+
+#endif  // POSEWIRE_SERVER_PIPELINE_H_

@@ -1,0 +1,77 @@
+// A streaming session's state and logic, apart from gRPC so it can be tested
+// and reasoned about on its own: one SessionRequest in, one SessionResponse
+// out, in order. The reactor in posewire_service.cc only moves messages.
+#ifndef POSEWIRE_SERVER_SESSION_H_
+#define POSEWIRE_SERVER_SESSION_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "posewire/v1/posewire.pb.h"
+#include "server/clip_library.h"
+#include "server/pipeline.h"
+#include "server/server_config.h"
+#include "solver_core/skeleton.h"
+
+namespace posewire::server {
+
+// Counters a session reports when it ends (one log line per session).
+struct SessionStats {
+  int64_t messages = 0;
+  int64_t frames = 0;
+  int64_t character_frames = 0;
+  int64_t errors = 0;
+};
+
+class Session {
+ public:
+  explicit Session(const ServerConfig& config) : config_(config) {}
+
+  // Handles one request; never fails as a whole: problems become error
+  // statuses inside `response` (per message, per frame or per character).
+  void Handle(const v1::SessionRequest& request, v1::SessionResponse* response);
+
+  const SessionStats& stats() const { return stats_; }
+
+ private:
+  struct SkeletonEntry {
+    std::shared_ptr<const Skeleton> skeleton;
+    std::unique_ptr<ClipLibrary> clips;
+  };
+  struct Rig {
+    std::string skeleton_id;
+    google::protobuf::RepeatedPtrField<v1::Operation> ops;
+  };
+  struct Character {
+    std::string rig_id;
+    CharacterState state;
+  };
+
+  absl::Status RegisterSkeleton(const v1::RegisterSkeleton& message);
+  absl::Status RegisterClip(const v1::RegisterClip& message);
+  absl::Status RegisterRig(const v1::RegisterRig& message);
+  absl::Status RegisterCharacter(const v1::RegisterCharacter& message);
+  // Checks the per-session object limit and that `id` is new in `kind`.
+  template <typename Map>
+  absl::Status CheckNewId(const Map& map, absl::string_view kind,
+                          const std::string& id) const;
+  void HandleFrame(const v1::Frame& frame, v1::FrameResult* result);
+  absl::Status SolveCharacter(const v1::Frame& frame, int index,
+                              v1::CharacterResult* result);
+
+  const ServerConfig& config_;
+  SessionStats stats_;
+  int objects_ = 0;
+  bool any_frame_ = false;
+  uint64_t last_sequence_ = 0;
+  absl::flat_hash_map<std::string, SkeletonEntry> skeletons_;
+  absl::flat_hash_map<std::string, Rig> rigs_;
+  absl::flat_hash_map<std::string, Character> characters_;
+};
+
+}  // namespace posewire::server
+
+#endif  // POSEWIRE_SERVER_SESSION_H_

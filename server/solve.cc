@@ -1,0 +1,137 @@
+#include "server/solve.h"
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "server/clip_library.h"
+#include "server/pipeline.h"
+#include "server/wire_convert.h"
+#include "solver_core/local_to_model.h"
+
+namespace posewire::server {
+namespace {
+
+struct ResolvedSkeleton {
+  std::shared_ptr<const Skeleton> skeleton;
+  std::string hash;
+};
+
+absl::StatusOr<ResolvedSkeleton> ResolveSkeleton(const v1::SkeletonRef& ref,
+                                                 const ServerConfig& config,
+                                                 SkeletonCache& cache,
+                                                 absl::string_view field) {
+  switch (ref.ref_case()) {
+    case v1::SkeletonRef::kSkeleton: {
+      auto skeleton = SkeletonFromProto(ref.skeleton(),
+                                        config.max_joints_per_skeleton,
+                                        absl::StrCat(field, ".skeleton"));
+      if (!skeleton.ok()) return skeleton.status();
+      ResolvedSkeleton resolved;
+      resolved.hash = SkeletonHash(*skeleton);
+      resolved.skeleton = cache.Insert(
+          resolved.hash, std::make_shared<const Skeleton>(*std::move(skeleton)));
+      return resolved;
+    }
+    case v1::SkeletonRef::kHash: {
+      std::shared_ptr<const Skeleton> skeleton = cache.Find(ref.hash());
+      if (skeleton == nullptr) {
+        return absl::NotFoundError(absl::StrCat(
+            field, ".hash: this server does not know skeleton '", ref.hash(),
+            "' (never sent here, or evicted): send the skeleton inline"));
+      }
+      return ResolvedSkeleton{std::move(skeleton), ref.hash()};
+    }
+    case v1::SkeletonRef::REF_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": set either skeleton or hash"));
+}
+
+}  // namespace
+
+absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
+                   SkeletonCache& skeletons, const StopCheck& stop,
+                   v1::SolveResponse* response) {
+  if (request.characters_size() > config.max_characters_per_batch) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "characters: ", request.characters_size(),
+        " characters exceed this server's limit of ",
+        config.max_characters_per_batch,
+        " per request (GetInfo limits.max_characters_per_batch)"));
+  }
+  if (!std::isfinite(request.dt()) || request.dt() < 0.0f) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dt: ", request.dt(), " must be finite and >= 0"));
+  }
+  absl::flat_hash_set<absl::string_view> clip_names;
+  for (int i = 0; i < request.clips_size(); ++i) {
+    if (!clip_names.insert(request.clips(i).name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("clips[", i, "].name: '", request.clips(i).name(),
+                       "' is used by an earlier clip"));
+    }
+  }
+
+  // Clips are converted once per distinct skeleton in the batch, on demand.
+  absl::flat_hash_map<const Skeleton*, std::unique_ptr<ClipLibrary>> libraries;
+  PipelineLimits limits{.max_solver_iterations = config.max_solver_iterations};
+
+  for (int c = 0; c < request.characters_size(); ++c) {
+    if (absl::Status s = stop(); !s.ok()) return s;
+    const v1::CharacterInput& in = request.characters(c);
+    const std::string field = absl::StrCat("characters[", c, "]");
+    auto resolved = ResolveSkeleton(in.skeleton(), config, skeletons,
+                                    absl::StrCat(field, ".skeleton"));
+    if (!resolved.ok()) return resolved.status();
+    const Skeleton& skeleton = *resolved->skeleton;
+
+    std::unique_ptr<ClipLibrary>& library = libraries[&skeleton];
+    if (library == nullptr) {
+      library = std::make_unique<ClipLibrary>(&skeleton, &request.clips());
+    }
+    auto pose = PoseFromProto(in.pose(), skeleton, absl::StrCat(field, ".pose"));
+    if (!pose.ok()) return pose.status();
+    auto root = TransformFromProto(in.root(), absl::StrCat(field, ".root"));
+    if (!root.ok()) return root.status();
+
+    CharacterState state;
+    if (absl::Status s = StateFromProto(in.state(), *library, state,
+                                        absl::StrCat(field, ".state"));
+        !s.ok()) {
+      return s;
+    }
+    v1::CharacterOutput* out = response->add_characters();
+    out->set_id(in.id());
+    out->set_skeleton_hash(resolved->hash);
+    PipelineInput pipeline{.skeleton = &skeleton,
+                           .clips = library.get(),
+                           .ops = &in.ops(),
+                           .dt = request.dt(),
+                           .root = *root,
+                           .limits = limits,
+                           .field = field};
+    if (absl::Status s = RunPipeline(pipeline, *pose, state, out->mutable_ops());
+        !s.ok()) {
+      return s;
+    }
+    PoseToProto(*pose, out->mutable_pose());
+    if (in.want_model_pose()) {
+      ModelPose model(skeleton.num_joints());
+      LocalToModelJob{.skeleton = &skeleton,
+                      .local = *pose,
+                      .model = absl::MakeSpan(model)}
+          .RunUnchecked();
+      PoseToProto(model, out->mutable_model_pose());
+    }
+    StateToProto(state, *library, out->mutable_state());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace posewire::server

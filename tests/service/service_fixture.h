@@ -1,0 +1,72 @@
+// A real posewire server in process on 127.0.0.1:0 and a channel to it, plus
+// the real CMU walk rig and clip in wire form.
+#ifndef POSEWIRE_TESTS_SERVICE_SERVICE_FIXTURE_H_
+#define POSEWIRE_TESTS_SERVICE_SERVICE_FIXTURE_H_
+
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "posewire/v1/posewire.grpc.pb.h"
+#include "server/server.h"
+#include "server/wire_convert.h"
+#include "solver_core/io/bvh_reader.h"
+
+namespace posewire::server {
+
+// The CMU walk (31 joints, 994 frames at 120 Hz), read once.
+inline const ImportedAsset& Walk() {
+  static const ImportedAsset* asset = [] {
+    auto read = ReadBvhFile(std::string(POSEWIRE_TEST_DATA_DIR) +
+                            "/cmu_131_01_walk.bvh");
+    if (!read.ok()) {
+      ADD_FAILURE() << read.status();
+      std::abort();
+    }
+    return new ImportedAsset(*std::move(read));
+  }();
+  return *asset;
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  // Override to change the configuration before the server starts.
+  virtual void Configure(ServerConfig& config) { (void)config; }
+
+  void SetUp() override {
+    config_.listen = "127.0.0.1:0";
+    config_.threads = 2;
+    Configure(config_);
+    auto server = PosewireServer::Start(config_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = v1::PoseWire::NewStub(channel_);
+  }
+
+  static v1::Skeleton WalkSkeleton() {
+    v1::Skeleton proto;
+    SkeletonToProto(Walk().skeleton, &proto);
+    return proto;
+  }
+
+  static v1::Clip WalkClip(const std::string& name = "walk") {
+    v1::Clip proto;
+    ClipToProto(Walk().clips.at(0), &proto);
+    proto.set_name(name);
+    return proto;
+  }
+
+  ServerConfig config_;
+  std::unique_ptr<PosewireServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::PoseWire::Stub> stub_;
+};
+
+}  // namespace posewire::server
+
+#endif  // POSEWIRE_TESTS_SERVICE_SERVICE_FIXTURE_H_

@@ -1,0 +1,299 @@
+// Streaming Session against a real in-process server: registrations, frames
+// answered in order with their sequence numbers, per-character state kept
+// for the life of the stream, and errors confined to the message, frame or
+// character at fault.
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "solver_core/crossfade.h"
+#include "tests/service/service_fixture.h"
+
+namespace posewire::server {
+namespace {
+
+using ::testing::HasSubstr;
+using Stream = grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>;
+
+std::vector<float> Packed(absl::Span<const Transform> pose) {
+  v1::Pose proto;
+  PoseToProto(pose, &proto);
+  return {proto.transforms().begin(), proto.transforms().end()};
+}
+
+bool BitIdentical(const v1::Pose& pose, const std::vector<float>& expected) {
+  return pose.transforms_size() == static_cast<int>(expected.size()) &&
+         std::memcmp(pose.transforms().data(), expected.data(),
+                     expected.size() * sizeof(float)) == 0;
+}
+
+class SessionTest : public ServiceTest {
+ protected:
+  void Configure(ServerConfig& config) override {
+    config.max_sessions = 3;
+    config.max_session_objects = 20;
+  }
+
+  struct OpenStream {
+    std::unique_ptr<grpc::ClientContext> context =
+        std::make_unique<grpc::ClientContext>();
+    std::unique_ptr<Stream> stream;
+  };
+
+  OpenStream Open() {
+    OpenStream s;
+    s.stream = stub_->Session(s.context.get());
+    return s;
+  }
+
+  // Sends one request and reads its one response.
+  static v1::SessionResponse RoundTrip(Stream& stream,
+                                       const v1::SessionRequest& request) {
+    v1::SessionResponse response;
+    EXPECT_TRUE(stream.Write(request));
+    EXPECT_TRUE(stream.Read(&response));
+    return response;
+  }
+
+  static void ExpectRegistered(const v1::SessionResponse& response,
+                               grpc::StatusCode code = grpc::StatusCode::OK) {
+    ASSERT_TRUE(response.has_registered());
+    EXPECT_EQ(response.registered().status().code(), code)
+        << response.registered().status().message();
+  }
+
+  // Registers the walk skeleton, two clips, a crossfade rig and `n`
+  // characters called c0..c{n-1}.
+  static void RegisterWalkers(Stream& stream, int n) {
+    v1::SessionRequest r;
+    r.mutable_register_skeleton()->set_id("cmu");
+    *r.mutable_register_skeleton()->mutable_skeleton() = WalkSkeleton();
+    ExpectRegistered(RoundTrip(stream, r));
+    for (const char* id : {"walk", "walk2"}) {
+      r.Clear();
+      r.mutable_register_clip()->set_id(id);
+      r.mutable_register_clip()->set_skeleton_id("cmu");
+      *r.mutable_register_clip()->mutable_clip() = WalkClip();
+      ExpectRegistered(RoundTrip(stream, r));
+    }
+    r.Clear();
+    r.mutable_register_rig()->set_id("player");
+    r.mutable_register_rig()->set_skeleton_id("cmu");
+    r.mutable_register_rig()->add_ops()->mutable_crossfade();
+    ExpectRegistered(RoundTrip(stream, r));
+    for (int i = 0; i < n; ++i) {
+      r.Clear();
+      r.mutable_register_character()->set_id(absl::StrCat("c", i));
+      r.mutable_register_character()->set_rig_id("player");
+      ExpectRegistered(RoundTrip(stream, r));
+    }
+  }
+};
+
+TEST_F(SessionTest, HundredFramesOfTenCharacters_InOrderWithStateAndOneBadFrameFailingAlone) {
+  OpenStream s = Open();
+  constexpr int kCharacters = 10;
+  constexpr int kFrames = 100;
+  constexpr float kDt = 1.0f / 60.0f;
+  RegisterWalkers(*s.stream, kCharacters);
+
+  // The same players, run on the core directly for comparison.
+  const Skeleton& skeleton = Walk().skeleton;
+  const std::vector<Clip> clips = {Walk().clips[0], Walk().clips[0]};
+  std::vector<CrossfadeState> expected_state(kCharacters);
+
+  for (int f = 0; f < kFrames; ++f) {
+    v1::SessionRequest request;
+    v1::Frame* frame = request.mutable_frame();
+    frame->set_sequence(1000 + 2 * f);  // increasing, not contiguous
+    frame->set_dt(kDt);
+    for (int c = 0; c < kCharacters; ++c) {
+      v1::CharacterFrame* cf = frame->add_characters();
+      cf->set_character_id(absl::StrCat("c", c));
+      v1::CrossfadeOp* op = cf->add_ops()->mutable_crossfade();
+      if (f == 0) {
+        op->add_commands()->set_play("walk");
+        expected_state[c] = Play(0);
+      }
+      // Character c starts fading to walk2 at frame 10 + c.
+      if (f == 10 + c) {
+        v1::FadeTo* fade = op->add_commands()->mutable_fade_to();
+        fade->set_clip("walk2");
+        fade->set_fade_seconds(0.2f);
+        auto next = FadeTo(expected_state[c],
+                           FadeRequest{.clip = 1, .duration = 0.2f});
+        ASSERT_TRUE(next.ok());
+        expected_state[c] = *next;
+      }
+    }
+    // Frame 50: character 3 sends a NaN pose. Only it fails, and its state
+    // must not advance.
+    const bool bad_frame = f == 50;
+    if (bad_frame) {
+      PoseToProto(RestPose(skeleton),
+                  frame->mutable_characters(3)->mutable_pose());
+      frame->mutable_characters(3)->mutable_pose()->set_transforms(3, NAN);
+    }
+
+    v1::SessionResponse response = RoundTrip(*s.stream, request);
+    ASSERT_TRUE(response.has_frame());
+    const v1::FrameResult& result = response.frame();
+    ASSERT_EQ(result.sequence(), 1000u + 2 * f);
+    ASSERT_EQ(result.status().code(), 0) << result.status().message();
+    ASSERT_EQ(result.characters_size(), kCharacters);
+    for (int c = 0; c < kCharacters; ++c) {
+      const v1::CharacterResult& out = result.characters(c);
+      EXPECT_EQ(out.character_id(), absl::StrCat("c", c));
+      if (bad_frame && c == 3) {
+        EXPECT_EQ(out.status().code(), grpc::StatusCode::INVALID_ARGUMENT);
+        EXPECT_THAT(out.status().message(),
+                    HasSubstr("frame.characters[3].pose[0] 'Hips': rotation"));
+        EXPECT_EQ(out.pose().transforms_size(), 0);
+        continue;
+      }
+      ASSERT_EQ(out.status().code(), 0) << out.status().message();
+      LocalPose expected(skeleton.num_joints());
+      auto next = StepCrossfade(skeleton, clips, expected_state[c], kDt,
+                                absl::MakeSpan(expected));
+      ASSERT_TRUE(next.ok());
+      expected_state[c] = *next;
+      ASSERT_TRUE(BitIdentical(out.pose(), Packed(expected)))
+          << "frame " << f << " character " << c;
+    }
+  }
+  s.stream->WritesDone();
+  grpc::Status status = s.stream->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+TEST_F(SessionTest, FrameOutOfOrder_IsAnsweredWithAnErrorAndTheSessionGoesOn) {
+  OpenStream s = Open();
+  RegisterWalkers(*s.stream, 1);
+  v1::SessionRequest request;
+  request.mutable_frame()->set_sequence(5);
+  request.mutable_frame()->add_characters()->set_character_id("c0");
+  EXPECT_EQ(RoundTrip(*s.stream, request).frame().status().code(), 0);
+
+  request.mutable_frame()->set_sequence(5);
+  v1::SessionResponse repeated = RoundTrip(*s.stream, request);
+  EXPECT_EQ(repeated.frame().sequence(), 5u);
+  EXPECT_EQ(repeated.frame().status().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(repeated.frame().status().message(),
+              HasSubstr("frame.sequence: 5 does not increase"));
+
+  request.mutable_frame()->set_sequence(6);
+  request.mutable_frame()->set_dt(-1.0f);
+  EXPECT_THAT(RoundTrip(*s.stream, request).frame().status().message(),
+              HasSubstr("frame.dt: -1"));
+
+  request.mutable_frame()->set_dt(0.0f);
+  v1::SessionResponse ok = RoundTrip(*s.stream, request);
+  EXPECT_EQ(ok.frame().status().code(), 0);
+  EXPECT_EQ(ok.frame().characters(0).status().code(), 0);
+  s.stream->WritesDone();
+  EXPECT_TRUE(s.stream->Finish().ok());
+}
+
+TEST_F(SessionTest, Registrations_DuplicatesUnknownReferencesAndTheObjectLimit) {
+  OpenStream s = Open();
+  RegisterWalkers(*s.stream, 1);  // 5 objects
+  v1::SessionRequest r;
+  r.mutable_register_skeleton()->set_id("cmu");
+  *r.mutable_register_skeleton()->mutable_skeleton() = WalkSkeleton();
+  v1::SessionResponse dup = RoundTrip(*s.stream, r);
+  ExpectRegistered(dup, grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_EQ(dup.registered().kind(), "skeleton");
+  EXPECT_EQ(dup.registered().id(), "cmu");
+
+  r.Clear();
+  r.mutable_register_character()->set_id("x");
+  r.mutable_register_character()->set_rig_id("nope");
+  v1::SessionResponse unknown = RoundTrip(*s.stream, r);
+  ExpectRegistered(unknown, grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(unknown.registered().status().message(), HasSubstr("no rig 'nope'"));
+
+  r.Clear();
+  v1::SessionResponse empty = RoundTrip(*s.stream, r);
+  ExpectRegistered(empty, grpc::StatusCode::INVALID_ARGUMENT);
+
+  // Frames naming unknown characters fail for that character only.
+  r.Clear();
+  r.mutable_frame()->set_sequence(1);
+  r.mutable_frame()->add_characters()->set_character_id("c0");
+  r.mutable_frame()->add_characters()->set_character_id("ghost");
+  v1::SessionResponse frame = RoundTrip(*s.stream, r);
+  EXPECT_EQ(frame.frame().characters(0).status().code(), 0);
+  EXPECT_EQ(frame.frame().characters(1).status().code(),
+            grpc::StatusCode::NOT_FOUND);
+
+  // 15 more characters reach the limit of 20 objects; the next is refused.
+  for (int i = 1; i <= 16; ++i) {
+    r.Clear();
+    r.mutable_register_character()->set_id(absl::StrCat("c", i));
+    r.mutable_register_character()->set_rig_id("player");
+    ExpectRegistered(RoundTrip(*s.stream, r),
+                     i <= 15 ? grpc::StatusCode::OK
+                             : grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
+  s.stream->WritesDone();
+  EXPECT_TRUE(s.stream->Finish().ok());
+}
+
+TEST_F(SessionTest, SessionsBeyondTheLimitAreResourceExhaustedAndFreedOnClose) {
+  std::vector<OpenStream> open;
+  for (int i = 0; i < 3; ++i) {
+    open.push_back(Open());
+    RegisterWalkers(*open.back().stream, 1);
+  }
+  OpenStream extra = Open();
+  v1::SessionResponse response;
+  EXPECT_FALSE(extra.stream->Read(&response));
+  grpc::Status refused = extra.stream->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("limit of 3 sessions"));
+
+  // Closing one frees its slot.
+  open[0].stream->WritesDone();
+  EXPECT_TRUE(open[0].stream->Finish().ok());
+  bool admitted = false;
+  for (int attempt = 0; attempt < 50 && !admitted; ++attempt) {
+    OpenStream again = Open();
+    v1::SessionRequest r;
+    r.mutable_register_skeleton()->set_id("cmu");
+    *r.mutable_register_skeleton()->mutable_skeleton() = WalkSkeleton();
+    again.stream->Write(r);
+    admitted = again.stream->Read(&response);
+    again.stream->WritesDone();
+    again.stream->Finish();
+    // The server frees the slot when the finished reactor is done, which
+    // may trail the client's Finish by a moment.
+    if (!admitted) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(admitted);
+  for (size_t i = 1; i < open.size(); ++i) {
+    open[i].stream->WritesDone();
+    EXPECT_TRUE(open[i].stream->Finish().ok());
+  }
+}
+
+TEST_F(SessionTest, ClientCancelMidStream_LeavesTheServerHealthy) {
+  {
+    OpenStream s = Open();
+    RegisterWalkers(*s.stream, 2);
+    s.context->TryCancel();
+    v1::SessionResponse response;
+    EXPECT_FALSE(s.stream->Read(&response));
+    EXPECT_EQ(s.stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  OpenStream s = Open();
+  RegisterWalkers(*s.stream, 1);
+  s.stream->WritesDone();
+  EXPECT_TRUE(s.stream->Finish().ok());
+}
+
+}  // namespace
+}  // namespace posewire::server

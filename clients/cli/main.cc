@@ -81,7 +81,7 @@ int Info() {
             << "  max_sessions:             " << limits.max_sessions() << "\n"
             << "operations:  "
             << (info.operations().empty()
-                    ? std::string("(none yet)")
+                    ? std::string("(none)")
                     : absl::StrJoin(info.operations(), ", "))
             << "\n";
   return 0;

@@ -1,0 +1,200 @@
+#include "clients/cpp/posewire_client.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/wire_convert.h"
+
+namespace posewire::client {
+namespace {
+
+void SetDeadline(grpc::ClientContext& context, absl::Duration timeout) {
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+}
+
+absl::Status FromWire(const v1::Status& status) {
+  if (status.code() == 0) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.code()),
+                      status.message());
+}
+
+}  // namespace
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+std::unique_ptr<Client> Client::Connect(const std::string& target,
+                                        const ClientOptions& options) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  return std::make_unique<Client>(
+      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args),
+      options);
+}
+
+Client::Client(std::shared_ptr<grpc::Channel> channel,
+               const ClientOptions& options)
+    : channel_(std::move(channel)),
+      stub_(v1::PoseWire::NewStub(channel_)),
+      options_(options) {}
+
+absl::StatusOr<v1::GetInfoResponse> Client::GetInfo() {
+  grpc::ClientContext context;
+  SetDeadline(context, options_.timeout);
+  v1::GetInfoResponse response;
+  absl::Status status = FromGrpc(stub_->GetInfo(&context, {}, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::SolveResponse> Client::Solve(const v1::SolveRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(context, options_.timeout);
+  v1::SolveResponse response;
+  absl::Status status = FromGrpc(stub_->Solve(&context, request, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::SolveResponse> Client::SolveWithSkeletonCache(
+    v1::SolveRequest request) {
+  // The inline skeletons, kept to resend if the server lost their hashes.
+  std::vector<std::pair<int, v1::Skeleton>> inline_skeletons;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int i = 0; i < request.characters_size(); ++i) {
+      v1::SkeletonRef* ref = request.mutable_characters(i)->mutable_skeleton();
+      if (!ref->has_skeleton()) continue;
+      // The hash is computed on the converted skeleton, exactly as the
+      // server does; a skeleton that does not convert is sent inline so the
+      // server explains what is wrong with it.
+      auto skeleton =
+          server::SkeletonFromProto(ref->skeleton(), kMaxSkeletonJoints, "");
+      if (!skeleton.ok()) continue;
+      const std::string hash = server::SkeletonHash(*skeleton);
+      if (!known_hashes_.contains(hash)) continue;
+      inline_skeletons.emplace_back(i, std::move(*ref->mutable_skeleton()));
+      ref->set_hash(hash);
+    }
+  }
+  auto response = Solve(request);
+  if (absl::IsNotFound(response.status()) && !inline_skeletons.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [index, skeleton] : inline_skeletons) {
+      v1::SkeletonRef* ref = request.mutable_characters(index)->mutable_skeleton();
+      known_hashes_.erase(ref->hash());
+      *ref->mutable_skeleton() = std::move(skeleton);
+    }
+  }
+  if (absl::IsNotFound(response.status()) && !inline_skeletons.empty()) {
+    response = Solve(request);
+  }
+  if (response.ok()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const v1::CharacterOutput& out : response->characters()) {
+      known_hashes_.insert(out.skeleton_hash());
+    }
+  }
+  return response;
+}
+
+absl::StatusOr<std::unique_ptr<Session>> Client::OpenSession() {
+  auto session = std::unique_ptr<Session>(new Session());
+  session->context_ = std::make_unique<grpc::ClientContext>();
+  session->stream_ = stub_->Session(session->context_.get());
+  if (session->stream_ == nullptr) {
+    return absl::UnavailableError("could not open a session stream");
+  }
+  return session;
+}
+
+Session::~Session() {
+  if (!closed_) {
+    context_->TryCancel();
+    stream_->Finish().ok();
+  }
+}
+
+absl::StatusOr<v1::SessionResponse> Session::Call(
+    const v1::SessionRequest& request) {
+  if (closed_) return absl::FailedPreconditionError("the session is closed");
+  if (!stream_->Write(request)) {
+    closed_ = true;
+    absl::Status status = FromGrpc(stream_->Finish());
+    return status.ok() ? absl::UnavailableError("the session stream closed")
+                       : status;
+  }
+  v1::SessionResponse response;
+  if (!stream_->Read(&response)) {
+    closed_ = true;
+    absl::Status status = FromGrpc(stream_->Finish());
+    return status.ok() ? absl::UnavailableError("the session stream closed")
+                       : status;
+  }
+  return response;
+}
+
+absl::Status Session::Register(const v1::SessionRequest& request) {
+  auto response = Call(request);
+  if (!response.ok()) return response.status();
+  return FromWire(response->registered().status());
+}
+
+absl::Status Session::RegisterSkeleton(const std::string& id,
+                                       const Skeleton& skeleton) {
+  v1::SessionRequest request;
+  request.mutable_register_skeleton()->set_id(id);
+  server::SkeletonToProto(skeleton,
+                          request.mutable_register_skeleton()->mutable_skeleton());
+  return Register(request);
+}
+
+absl::Status Session::RegisterClip(const std::string& id,
+                                   const std::string& skeleton_id,
+                                   const Clip& clip) {
+  v1::SessionRequest request;
+  request.mutable_register_clip()->set_id(id);
+  request.mutable_register_clip()->set_skeleton_id(skeleton_id);
+  server::ClipToProto(clip, request.mutable_register_clip()->mutable_clip());
+  return Register(request);
+}
+
+absl::Status Session::RegisterRig(
+    const std::string& id, const std::string& skeleton_id,
+    const google::protobuf::RepeatedPtrField<v1::Operation>& ops) {
+  v1::SessionRequest request;
+  request.mutable_register_rig()->set_id(id);
+  request.mutable_register_rig()->set_skeleton_id(skeleton_id);
+  *request.mutable_register_rig()->mutable_ops() = ops;
+  return Register(request);
+}
+
+absl::Status Session::RegisterCharacter(const std::string& id,
+                                        const std::string& rig_id) {
+  v1::SessionRequest request;
+  request.mutable_register_character()->set_id(id);
+  request.mutable_register_character()->set_rig_id(rig_id);
+  return Register(request);
+}
+
+absl::StatusOr<v1::FrameResult> Session::SendFrame(const v1::Frame& frame) {
+  v1::SessionRequest request;
+  *request.mutable_frame() = frame;
+  auto response = Call(request);
+  if (!response.ok()) return response.status();
+  if (absl::Status s = FromWire(response->frame().status()); !s.ok()) return s;
+  return std::move(*response->mutable_frame());
+}
+
+absl::Status Session::Close() {
+  if (closed_) return absl::OkStatus();
+  closed_ = true;
+  stream_->WritesDone();
+  return FromGrpc(stream_->Finish());
+}
+
+}  // namespace posewire::client

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/ik_ops.h"
 #include "server/wire_convert.h"
 #include "solver_core/additive_job.h"
 #include "solver_core/blending_job.h"
@@ -304,7 +305,8 @@ absl::Status RunValidate(OpContext& ctx, const v1::ValidateOp& op) {
 
 const std::vector<std::string>& SupportedOperations() {
   static const auto* names = new std::vector<std::string>{
-      "sample_clip", "blend", "additive", "crossfade", "validate"};
+      "sample_clip", "blend",     "additive",  "crossfade",      "two_bone_ik",
+      "aim_ik",      "ccd_ik",    "fabrik_ik", "fabrik_tree_ik", "validate"};
   return *names;
 }
 
@@ -406,14 +408,62 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
         ctx.field = absl::StrCat(base, ".crossfade");
         status = RunCrossfade(ctx, op.crossfade());
         break;
+      case v1::Operation::kTwoBoneIk: {
+        result->set_op("two_bone_ik");
+        ctx.field = absl::StrCat(base, ".two_bone_ik");
+        IkOpContext ik{*input.skeleton, ctx.field,
+                       input.limits.max_solver_iterations, pose, *result};
+        status = RunTwoBoneIk(ik, op.two_bone_ik());
+        break;
+      }
+      case v1::Operation::kAimIk: {
+        result->set_op("aim_ik");
+        ctx.field = absl::StrCat(base, ".aim_ik");
+        IkOpContext ik{*input.skeleton, ctx.field,
+                       input.limits.max_solver_iterations, pose, *result};
+        status = RunAimIk(ik, op.aim_ik());
+        break;
+      }
+      case v1::Operation::kCcdIk: {
+        result->set_op("ccd_ik");
+        ctx.field = absl::StrCat(base, ".ccd_ik");
+        IkOpContext ik{*input.skeleton, ctx.field,
+                       input.limits.max_solver_iterations, pose, *result};
+        status = RunCcdIk(ik, op.ccd_ik());
+        break;
+      }
+      case v1::Operation::kFabrikIk: {
+        result->set_op("fabrik_ik");
+        ctx.field = absl::StrCat(base, ".fabrik_ik");
+        IkOpContext ik{*input.skeleton, ctx.field,
+                       input.limits.max_solver_iterations, pose, *result};
+        status = RunFabrikIk(ik, op.fabrik_ik());
+        break;
+      }
+      case v1::Operation::kFabrikTreeIk: {
+        result->set_op("fabrik_tree_ik");
+        ctx.field = absl::StrCat(base, ".fabrik_tree_ik");
+        IkOpContext ik{*input.skeleton, ctx.field,
+                       input.limits.max_solver_iterations, pose, *result};
+        status = RunFabrikTreeIk(ik, op.fabrik_tree_ik());
+        break;
+      }
       case v1::Operation::kValidate:
         result->set_op("validate");
         ctx.field = absl::StrCat(base, ".validate");
         status = RunValidate(ctx, op.validate());
         break;
       case v1::Operation::OP_NOT_SET:
-        status = absl::InvalidArgumentError(
-            absl::StrCat(base, ": no operation set"));
+        // A newer client may send an operation this server does not know:
+        // protobuf keeps it as an unknown field.
+        if (!op.GetReflection()->GetUnknownFields(op).empty()) {
+          status = absl::UnimplementedError(absl::StrCat(
+              base, ": an operation this server does not implement (see "
+              "GetInfo operations)"));
+        } else {
+          status = absl::InvalidArgumentError(
+              absl::StrCat(base, ": no operation set"));
+        }
         break;
     }
     if (!status.ok()) return status;

@@ -11,6 +11,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "posewire/v1/posewire.grpc.pb.h"
+#include "server/pipeline.h"
 #include "server/server.h"
 #include "server/version.h"
 
@@ -59,8 +60,12 @@ TEST_F(ServerTest, GetInfo_ReportsVersionRevisionAndConfiguredLimits) {
   EXPECT_EQ(info.limits().max_characters_per_batch(), 64u);
   EXPECT_EQ(info.limits().max_solver_iterations(), 200u);
   EXPECT_EQ(info.limits().max_sessions(), 10u);
-  // No operation is served over the wire yet; listing one would be a lie.
-  EXPECT_TRUE(info.operations().empty());
+  // Exactly the operations the pipeline dispatches, nothing that would
+  // answer UNIMPLEMENTED.
+  EXPECT_THAT(std::vector<std::string>(info.operations().begin(),
+                                       info.operations().end()),
+              ::testing::ElementsAreArray(SupportedOperations()));
+  EXPECT_THAT(info.operations(), Contains("blend"));
 }
 
 TEST_F(ServerTest, Health_ServerAndPoseWireServiceAreServing) {

@@ -1,0 +1,1120 @@
+#include "solver_core/spring_bones.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "solver_core/local_to_model.h"
+#include "solver_core/pose.h"
+
+namespace posewire {
+namespace {
+
+constexpr float kPi = 3.14159265358979323846f;
+constexpr float kDegToRad = kPi / 180.0f;
+// Below this length a vector has no usable direction.
+constexpr float kTinyLength = 1e-12f;
+// Accumulated time within this fraction of a step of a whole number of steps
+// counts as that many steps, so 24 frames of 1/144 s make exactly 10 steps
+// of 1/60 s despite float rounding.
+constexpr float kStepSnap = 1e-3f;
+// Regula falsi steps when a bone is turned out of a collider along an arc.
+// Each keeps the clear end clear; typically 3 to 5 reach the surface within
+// 1e-4 of the bone length.
+constexpr int kArcSearchSteps = 12;
+
+// ---------------------------------------------------------------------------
+// Rig construction helpers.
+
+uint64_t Fnv1a(uint64_t hash, uint64_t value) {
+  for (int i = 0; i < 8; ++i) {
+    hash ^= (value >> (8 * i)) & 0xff;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+absl::Status CheckRange(float value, float lo, float hi,
+                        absl::string_view field) {
+  if (!std::isfinite(value) || value < lo || value > hi) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spring_rig.", field, ": ", value, " is outside [", lo, ", ", hi, "]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckFinite(float value, absl::string_view field) {
+  if (!std::isfinite(value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spring_rig.", field, ": NaN or infinite"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateCurve(const SpringCurve& curve, absl::string_view name) {
+  for (size_t k = 0; k < curve.size(); ++k) {
+    const SpringCurveKey& key = curve[k];
+    if (!std::isfinite(key.position) || !std::isfinite(key.value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spring_rig.curves.", name, "[", k,
+                       "]: NaN or infinite position or value"));
+    }
+    if (key.value < 0.0f) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spring_rig.curves.", name, "[", k, "]: value ",
+                       key.value, " is negative"));
+    }
+    if (k > 0 && !(key.position > curve[k - 1].position)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spring_rig.curves.", name, "[", k, "]: position ", key.position,
+          " does not increase (previous key at ", curve[k - 1].position, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDesc(const SpringRigDesc& d) {
+  const SpringBoneSettings& s = d.settings;
+  for (auto [value, name] :
+       {std::pair<float, const char*>{s.damping, "damping"},
+        {s.stiffness, "stiffness"},
+        {s.world_damping_location, "world_damping_location"},
+        {s.world_damping_rotation, "world_damping_rotation"}}) {
+    if (absl::Status st =
+            CheckRange(value, 0.0f, 1.0f, absl::StrCat("settings.", name));
+        !st.ok()) {
+      return st;
+    }
+  }
+  if (absl::Status st = CheckRange(s.radius, 0.0f, 3.4e38f, "settings.radius");
+      !st.ok()) {
+    return st;
+  }
+  if (absl::Status st = CheckRange(s.limit_angle_degrees, 0.0f, 180.0f,
+                                   "settings.limit_angle_degrees");
+      !st.ok()) {
+    return st;
+  }
+  const SpringSettingCurves& c = d.curves;
+  for (auto [curve, name] :
+       {std::pair<const SpringCurve*, const char*>{&c.damping, "damping"},
+        {&c.stiffness, "stiffness"},
+        {&c.world_damping_location, "world_damping_location"},
+        {&c.world_damping_rotation, "world_damping_rotation"},
+        {&c.radius, "radius"},
+        {&c.limit_angle, "limit_angle"}}) {
+    if (absl::Status st = ValidateCurve(*curve, name); !st.ok()) return st;
+  }
+  if (absl::Status st =
+          CheckRange(d.dummy_tip_length, 0.0f, 3.4e38f, "dummy_tip_length");
+      !st.ok()) {
+    return st;
+  }
+  if (static_cast<int>(d.tip_axis) < 0 ||
+      d.tip_axis > SpringTipAxis::kAlongBone) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spring_rig.tip_axis: unknown value ", static_cast<int>(d.tip_axis)));
+  }
+  if (d.space != SimulationSpace::kComponent &&
+      d.space != SimulationSpace::kWorld) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spring_rig.space: unknown value ", static_cast<int>(d.space)));
+  }
+  if (absl::Status st =
+          CheckRange(d.target_rate_hz, 1.0f, 1000.0f, "target_rate_hz");
+      !st.ok()) {
+    return st;
+  }
+  if (d.max_substeps < 1 || d.max_substeps > 64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spring_rig.max_substeps: ", d.max_substeps, " is outside [1, 64]"));
+  }
+  if (absl::Status st = CheckFinite(d.teleport_distance, "teleport_distance");
+      !st.ok()) {
+    return st;
+  }
+  if (absl::Status st =
+          CheckFinite(d.teleport_rotation_degrees, "teleport_rotation_degrees");
+      !st.ok()) {
+    return st;
+  }
+  if (d.teleport_response != TeleportResponse::kIgnoreMotion &&
+      d.teleport_response != TeleportResponse::kReset) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spring_rig.teleport_response: unknown value ",
+                     static_cast<int>(d.teleport_response)));
+  }
+  if (d.root_joints.empty()) {
+    return absl::InvalidArgumentError(
+        "spring_rig.root_joints: no root joint given");
+  }
+  return absl::OkStatus();
+}
+
+Eigen::Vector3f AxisVector(SpringTipAxis axis) {
+  switch (axis) {
+    case SpringTipAxis::kXPositive:
+      return Eigen::Vector3f::UnitX();
+    case SpringTipAxis::kXNegative:
+      return -Eigen::Vector3f::UnitX();
+    case SpringTipAxis::kYPositive:
+      return Eigen::Vector3f::UnitY();
+    case SpringTipAxis::kYNegative:
+      return -Eigen::Vector3f::UnitY();
+    case SpringTipAxis::kZPositive:
+      return Eigen::Vector3f::UnitZ();
+    case SpringTipAxis::kZNegative:
+      return -Eigen::Vector3f::UnitZ();
+    case SpringTipAxis::kAlongBone:
+      break;
+  }
+  return Eigen::Vector3f::Zero();
+}
+
+SpringBoneSettings ResolveSettings(const SpringRigDesc& d, float rate) {
+  const SpringBoneSettings& b = d.settings;
+  const SpringSettingCurves& c = d.curves;
+  SpringBoneSettings s;
+  s.damping =
+      std::clamp(b.damping * EvaluateSpringCurve(c.damping, rate), 0.0f, 1.0f);
+  s.stiffness = std::clamp(b.stiffness * EvaluateSpringCurve(c.stiffness, rate),
+                           0.0f, 1.0f);
+  s.world_damping_location =
+      std::clamp(b.world_damping_location *
+                     EvaluateSpringCurve(c.world_damping_location, rate),
+                 0.0f, 1.0f);
+  s.world_damping_rotation =
+      std::clamp(b.world_damping_rotation *
+                     EvaluateSpringCurve(c.world_damping_rotation, rate),
+                 0.0f, 1.0f);
+  s.radius = std::max(b.radius * EvaluateSpringCurve(c.radius, rate), 0.0f);
+  s.limit_angle_degrees = std::clamp(
+      b.limit_angle_degrees * EvaluateSpringCurve(c.limit_angle, rate), 0.0f,
+      180.0f);
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Deterministic wind noise: smooth value noise on an integer lattice whose
+// values come from a stateless hash of (seed, chain, cell).
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+float LatticeValue(uint64_t seed, int chain, int64_t cell) {
+  const uint64_t h = SplitMix64(
+      seed ^ SplitMix64(static_cast<uint64_t>(chain) * 0x632be59bd9b4e019ull ^
+                        SplitMix64(static_cast<uint64_t>(cell))));
+  // Top 24 bits: exactly representable in a float.
+  return static_cast<float>(h >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+float ValueNoise(uint64_t seed, int chain, double x) {
+  // Bounded so the cell index fits in 64 bits however long a session runs.
+  x = std::fmod(x, 4294967296.0);
+  const double cell = std::floor(x);
+  const float t = static_cast<float>(x - cell);
+  const float smooth = t * t * (3.0f - 2.0f * t);
+  const int64_t i = static_cast<int64_t>(cell);
+  const float a = LatticeValue(seed, chain, i);
+  const float b = LatticeValue(seed, chain, i + 1);
+  return a + (b - a) * smooth;
+}
+
+// ---------------------------------------------------------------------------
+// Small transform helpers.
+
+Transform Interpolate(const Transform& a, const Transform& b, float alpha) {
+  Transform out;
+  out.translation = a.translation + (b.translation - a.translation) * alpha;
+  out.rotation = a.rotation.slerp(alpha, b.rotation);
+  out.scale = a.scale + (b.scale - a.scale) * alpha;
+  return out;
+}
+
+// World vector -> component vector (KawaiiPhysics' InverseTransformVector).
+Eigen::Vector3f WorldToComponentVector(const Transform& c,
+                                       const Eigen::Vector3f& v) {
+  return (c.rotation.conjugate() * v) / c.scale.x();
+}
+
+// The inverse of a transform with uniform scale.
+Transform Inverse(const Transform& c) {
+  Transform out;
+  out.rotation = c.rotation.conjugate();
+  out.scale = Eigen::Vector3f::Constant(1.0f / c.scale.x());
+  out.translation = -(out.rotation * c.translation) / c.scale.x();
+  return out;
+}
+
+Transform Rigid(const Transform& t) {
+  Transform out;
+  out.translation = t.translation;
+  out.rotation = t.rotation;
+  return out;
+}
+
+// The rotation taking direction `a` to direction `b` by the shortest arc
+// (both non-zero): (|a||b| + a.b, a x b) normalised, the half-angle
+// quaternion without trigonometry; any axis normal to `a` when they are
+// opposite.
+Eigen::Quaternionf ShortestArc(const Eigen::Vector3f& a,
+                               const Eigen::Vector3f& b) {
+  const float norms = std::sqrt(a.squaredNorm() * b.squaredNorm());
+  const float w = norms + a.dot(b);
+  if (w <= 1e-6f * norms) {
+    const Eigen::Vector3f axis = a.unitOrthogonal();
+    return Eigen::Quaternionf(0.0f, axis.x(), axis.y(), axis.z());
+  }
+  const Eigen::Vector3f v = a.cross(b);
+  return Eigen::Quaternionf(w, v.x(), v.y(), v.z()).normalized();
+}
+
+// ---------------------------------------------------------------------------
+// Per-bone constraints.
+
+// AdjustAngle: turns `bone` back onto the cone of half-angle limit_angle
+// around `pose_bone` (of length `pose_len`) when it points outside, keeping
+// its length.
+void LimitAngle(const SpringParticle& pt, const Eigen::Vector3f& pose_bone,
+                float pose_len, Eigen::Vector3f* bone) {
+  if (!(pt.settings.limit_angle_degrees > 0.0f) || !(pose_len > kTinyLength)) {
+    return;
+  }
+  // Most bones are inside their cone: decide that without square roots,
+  // cos(angle) = d / (|pose| |bone|) >= cos_limit, squared with care for
+  // signs. Near the boundary the exact test below has the last word.
+  const float d = pose_bone.dot(*bone);
+  const float bb = bone->squaredNorm();
+  const float rhs = pt.cos_limit * pt.cos_limit * (pose_len * pose_len) * bb;
+  const bool inside = pt.cos_limit >= 0.0f ? (d >= 0.0f && d * d > rhs)
+                                           : (d >= 0.0f || d * d < rhs);
+  if (inside) return;
+  const float len = std::sqrt(bb);
+  if (!(len > kTinyLength)) return;
+  const Eigen::Vector3f pose_dir = pose_bone / pose_len;
+  const Eigen::Vector3f dir = *bone / len;
+  const float cosine = pose_dir.dot(dir);
+  if (cosine >= pt.cos_limit) return;
+  // In the plane spanned by the two directions (any plane when they are
+  // opposite).
+  Eigen::Vector3f perp = dir - pose_dir * cosine;
+  const float perp_len = perp.norm();
+  perp = perp_len > kTinyLength ? Eigen::Vector3f(perp / perp_len)
+                                : pose_dir.unitOrthogonal();
+  *bone = (pose_dir * pt.cos_limit + perp * pt.sin_limit) * len;
+}
+
+// The per-bone constraint shared by every pass: the angle limit against the
+// animated bone direction (AdjustAngle), then the animated length (length
+// restore). A bone collapsed onto its parent takes the animated direction.
+Eigen::Vector3f Constrain(const SpringParticle& pt,
+                          const Eigen::Vector3f& position,
+                          const Eigen::Vector3f& parent,
+                          const Eigen::Vector3f& pose_bone) {
+  Eigen::Vector3f bone = position - parent;
+  const float pose_len = pose_bone.norm();
+  LimitAngle(pt, pose_bone, pose_len, &bone);
+  const float len = bone.norm();
+  if (len > kTinyLength) {
+    bone *= pose_len / len;
+  } else {
+    bone = pose_bone;
+  }
+  return parent + bone;
+}
+
+// The deepest overlap of a bone sphere at `p` with the colliders, beyond
+// rounding: > 0 overlaps (`deepest` names the collider), <= 0 is clear.
+// With `exact` false, colliders the bone cannot reach are skipped by a
+// bounding-sphere test and only the sign is meaningful; with `exact` true the
+// value is a continuous function of `p`, as the arc search needs.
+float Overlap(absl::Span<const PlacedCollider> colliders, float radius,
+              const Eigen::Vector3f& p, bool exact, int* deepest) {
+  const float slop = 1e-6f * (1.0f + p.cwiseAbs().maxCoeff());
+  float worst = -std::numeric_limits<float>::max();
+  for (size_t c = 0; c < colliders.size(); ++c) {
+    if (!exact && !MayTouch(colliders[c], radius, p)) continue;
+    const float depth = PenetrationDepth(colliders[c], radius, p) - slop;
+    if (depth > worst) {
+      worst = depth;
+      *deepest = static_cast<int>(c);
+    }
+  }
+  return worst;
+}
+
+// The final word on one bone: angle limit and length restore; then, if the
+// bone overlaps a collider, one round of push-out, angle limit and length
+// restore (enough for a bone that simply went in). When that round leaves
+// it inside (the push-out and the angle limit or the length fight, e.g. a
+// cone of allowed directions half inside a sphere), the bone turns about
+// its parent along a great circle toward the deepest collider's outward
+// direction, and regula falsi (Illinois) finds where it comes free. When no
+// direction within reach is free (the parent itself buried, colliders all
+// around) the bone is left where the round put it.
+Eigen::Vector3f ResolveBone(const SpringParticle& pt, Eigen::Vector3f p,
+                            const Eigen::Vector3f& parent,
+                            const Eigen::Vector3f& pose_bone,
+                            absl::Span<const PlacedCollider> colliders) {
+  p = Constrain(pt, p, parent, pose_bone);
+  const float radius = pt.settings.radius;
+  int deepest = -1;
+  if (Overlap(colliders, radius, p, false, &deepest) <= 0.0f) return p;
+  for (const PlacedCollider& c : colliders) {
+    if (MayTouch(c, radius, p)) PushOutOfCollider(c, radius, &p);
+  }
+  p = Constrain(pt, p, parent, pose_bone);
+  // Positive overlaps come from colliders within reach, so the quick form
+  // gives the exact value whenever it matters (> 0).
+  float f_lo = Overlap(colliders, radius, p, false, &deepest);
+  if (f_lo <= 0.0f) return p;
+
+  const float length = (p - parent).norm();
+  if (!(length > kTinyLength)) return p;
+  const Eigen::Vector3f target = Constrain(
+      pt, parent + OutwardDirection(colliders[deepest], parent) * length,
+      parent, pose_bone);
+  int ignored = -1;
+  float f_hi = Overlap(colliders, radius, target, true, &ignored);
+  if (f_hi > 0.0f) return p;
+  // The arc from the bone's direction a toward the target's b:
+  // dir(t) = cos(t angle) a + sin(t angle) perp.
+  const Eigen::Vector3f a = (p - parent) / length;
+  const Eigen::Vector3f b = (target - parent).normalized();
+  const float angle = std::atan2(a.cross(b).norm(), a.dot(b));
+  Eigen::Vector3f perp = b - a * a.dot(b);
+  const float perp_len = perp.norm();
+  perp = perp_len > kTinyLength ? Eigen::Vector3f(perp / perp_len)
+                                : a.unitOrthogonal();
+  // Invariant: fraction `lo` of the arc overlaps (f_lo > 0), `hi` is clear.
+  float lo = 0.0f;
+  float hi = 1.0f;
+  Eigen::Vector3f clear = target;
+  const float close_enough = 1e-4f * length;
+  int retained = 0;  // which end the last step kept: -1 lo, +1 hi
+  for (int it = 0; it < kArcSearchSteps; ++it) {
+    float t = (lo * f_hi - hi * f_lo) / (f_hi - f_lo);
+    if (!(t > lo && t < hi)) t = 0.5f * (lo + hi);
+    const float phi = t * angle;
+    const Eigen::Vector3f x =
+        parent + (a * std::cos(phi) + perp * std::sin(phi)) * length;
+    const float f = Overlap(colliders, radius, x, true, &ignored);
+    if (f > 0.0f) {
+      lo = t;
+      f_lo = f;
+      if (retained == -1) f_hi *= 0.5f;  // Illinois: unstick the kept end
+      retained = -1;
+    } else {
+      hi = t;
+      f_hi = f;
+      clear = x;
+      if (f > -close_enough) break;
+      if (retained == 1) f_lo *= 0.5f;
+      retained = 1;
+    }
+  }
+  return clear;
+}
+
+// ---------------------------------------------------------------------------
+// One solve. Holds references to the job's data; all state lives in the
+// DynamicsState it is given.
+class Solver {
+ public:
+  Solver(const SpringBonesJob& job, SpringBonesScratch& scratch)
+      : job_(job),
+        rig_(*job.rig),
+        desc_(job.rig->desc()),
+        particles_(job.rig->particles()),
+        world_(job.rig->desc().space == SimulationSpace::kWorld),
+        component_(job.component_to_world),
+        sc_(scratch) {}
+
+  // `initialize`: start from the pose whatever `s` holds.
+  void Run(bool initialize, DynamicsState& s, SpringBonesReport& report);
+
+ private:
+  void ComputeAnimatedPose();
+  Eigen::Vector3f ToSim(const Eigen::Vector3f& p_cs,
+                        const Transform& component) const {
+    return world_ ? component.TransformPoint(p_cs) : p_cs;
+  }
+  void Initialize(DynamicsState& s) const;
+  // Returns the component transform the frame's motion starts from.
+  Transform HandleTeleport(DynamicsState& s, SpringBonesReport& report) const;
+  void PlaceColliders();
+  void Step(DynamicsState& s, const Transform& from, const Transform& to,
+            float alpha);
+  // `landed_on_frame`: the state's last step used this frame's pose.
+  void ApplyToPose(const DynamicsState& s, bool landed_on_frame);
+
+  const SpringBonesJob& job_;
+  const SpringRig& rig_;
+  const SpringRigDesc& desc_;
+  absl::Span<const SpringParticle> particles_;
+  const bool world_;
+  const Transform& component_;
+  SpringBonesScratch& sc_;
+};
+
+void Solver::ComputeAnimatedPose() {
+  const Skeleton& skel = *job_.skeleton;
+  sc_.model.resize(skel.num_joints());
+  LocalToModelJob{.skeleton = &skel,
+                  .local = job_.input,
+                  .model = absl::MakeSpan(sc_.model)}
+      .RunUnchecked();
+  const int n = rig_.num_particles();
+  sc_.pose_cs.resize(n);
+  for (int i = 0; i < n; ++i) {
+    const SpringParticle& pt = particles_[i];
+    if (pt.joint >= 0) {
+      sc_.pose_cs[i] = sc_.model[pt.joint].translation;
+    } else {
+      // Dummy tip: rotation only, like KawaiiPhysics' GetBoneForwardVector.
+      const Transform& leaf = sc_.model[particles_[pt.parent].joint];
+      sc_.pose_cs[i] = leaf.translation + leaf.rotation * pt.tip_direction *
+                                              desc_.dummy_tip_length;
+    }
+  }
+}
+
+void Solver::Initialize(DynamicsState& s) const {
+  const int n = rig_.num_particles();
+  s.rig_fingerprint = rig_.fingerprint();
+  s.space = desc_.space;
+  s.step_count = 0;
+  s.leftover_time = 0.0f;
+  s.previous_component = component_;
+  s.positions.resize(n);
+  s.previous_positions.resize(n);
+  s.previous_pose_positions.resize(n);
+  for (int i = 0; i < n; ++i) {
+    s.positions[i] = ToSim(sc_.pose_cs[i], component_);
+    s.previous_positions[i] = s.positions[i];
+    s.previous_pose_positions[i] = sc_.pose_cs[i];
+  }
+}
+
+Transform Solver::HandleTeleport(DynamicsState& s,
+                                 SpringBonesReport& report) const {
+  const Transform& prev = s.previous_component;
+  const Transform& cur = component_;
+  if (prev == cur) return prev;
+  // UpdateMovement: the previous component origin seen from the current
+  // component, and the rotation between the two.
+  const Eigen::Vector3f move = cur.InverseTransformPoint(prev.translation);
+  const Eigen::Quaternionf turn = cur.rotation.conjugate() * prev.rotation;
+  const float angle_degrees =
+      2.0f * std::atan2(turn.vec().norm(), std::fabs(turn.w())) / kDegToRad;
+  const bool far =
+      desc_.teleport_distance >= 0.0f &&
+      move.squaredNorm() > desc_.teleport_distance * desc_.teleport_distance;
+  const bool turned = desc_.teleport_rotation_degrees >= 0.0f &&
+                      angle_degrees > desc_.teleport_rotation_degrees;
+  if (!far && !turned) return prev;
+  report.teleported = true;
+  if (desc_.teleport_response == TeleportResponse::kReset) {
+    Initialize(s);
+    report.initialized = true;
+    return cur;
+  }
+  if (world_) {
+    // Carry the chain rigidly with the component's jump: no whip.
+    for (std::vector<Eigen::Vector3f>* array :
+         {&s.positions, &s.previous_positions}) {
+      for (Eigen::Vector3f& p : *array) {
+        p = cur.TransformPoint(prev.InverseTransformPoint(p));
+      }
+    }
+    s.previous_component = cur;
+    return cur;
+  }
+  // Component space: drop the part of the motion that crossed a threshold,
+  // as KawaiiPhysics zeroes SkelCompMoveVector / SkelCompMoveRotation.
+  Transform from = prev;
+  if (far) from.translation = cur.translation;
+  if (turned) from.rotation = cur.rotation;
+  s.previous_component = from;
+  return from;
+}
+
+void Solver::PlaceColliders() {
+  sc_.colliders.clear();
+  const float scale = component_.scale.x();
+  for (const SpringCollider& c : job_.colliders) {
+    Transform frame;
+    float size = 1.0f;
+    switch (c.attachment) {
+      case ColliderAttachment::kComponent:
+        if (world_) {
+          frame = component_;
+          size = scale;
+        }
+        break;
+      case ColliderAttachment::kWorld:
+        if (!world_) {
+          frame = Inverse(component_);
+          size = 1.0f / scale;
+        }
+        break;
+      case ColliderAttachment::kBone:
+        frame = Rigid(sc_.model[c.bone]);
+        if (world_) {
+          frame = Combine(component_, frame);
+          size = scale;
+        }
+        break;
+    }
+    sc_.colliders.push_back(PlaceCollider(c, frame, size));
+  }
+}
+
+void Solver::Step(DynamicsState& s, const Transform& from, const Transform& to,
+                  float alpha) {
+  const int n = rig_.num_particles();
+  const float h = rig_.step_seconds();
+
+  // The animated target at this step's time.
+  sc_.step_pose.resize(n);
+  for (int i = 0; i < n; ++i) {
+    const Eigen::Vector3f& a = s.previous_pose_positions[i];
+    const Eigen::Vector3f p_cs =
+        alpha == 1.0f ? sc_.pose_cs[i]
+                      : Eigen::Vector3f(a + (sc_.pose_cs[i] - a) * alpha);
+    sc_.step_pose[i] = ToSim(p_cs, to);
+  }
+
+  // UpdateMovement for this step (component space only).
+  const bool follow = !world_ && !(from == to);
+  Eigen::Vector3f move = Eigen::Vector3f::Zero();
+  Eigen::Matrix3f turn = Eigen::Matrix3f::Identity();
+  if (follow) {
+    move = to.InverseTransformPoint(from.translation);
+    turn = (to.rotation.conjugate() * from.rotation).toRotationMatrix();
+  }
+
+  // Forces in simulation space, as per-step displacements.
+  const SpringForces& f = job_.forces;
+  const Eigen::Vector3f gravity =
+      world_ ? f.gravity : WorldToComponentVector(to, f.gravity);
+  Eigen::Vector3f external = f.external_force;
+  if (world_ && f.external_force_space == ForceSpace::kComponent) {
+    external = to.TransformVector(external);
+  } else if (!world_ && f.external_force_space == ForceSpace::kWorld) {
+    external = WorldToComponentVector(to, external);
+  }
+  const Eigen::Vector3f constant_step = gravity * (0.5f * h * h) + external * h;
+  Eigen::Vector3f wind_step = Eigen::Vector3f::Zero();
+  const bool windy = f.wind.speed != 0.0f;
+  if (windy) {
+    const Eigen::Vector3f dir = f.wind.direction.normalized() * f.wind.speed;
+    wind_step = (world_ ? dir : WorldToComponentVector(to, dir)) * h;
+    sc_.gusts.assign(rig_.num_chains(), 1.0f);
+    if (f.wind.noise_amplitude > 0.0f) {
+      const double x = static_cast<double>(s.step_count) *
+                       static_cast<double>(h) *
+                       static_cast<double>(f.wind.noise_frequency_hz);
+      for (int c = 0; c < rig_.num_chains(); ++c) {
+        sc_.gusts[c] =
+            1.0f + f.wind.noise_amplitude * ValueNoise(f.wind.noise_seed, c, x);
+      }
+    }
+  }
+
+  std::vector<Eigen::Vector3f>& pos = s.positions;
+  std::vector<Eigen::Vector3f>& prev = s.previous_positions;
+  const std::vector<Eigen::Vector3f>& pose = sc_.step_pose;
+
+  // UpdatePose, stiffness, AdjustAngle and length restore, parents first.
+  for (int i = 0; i < n; ++i) {
+    const SpringParticle& pt = particles_[i];
+    if (pt.parent < 0) {
+      prev[i] = pos[i];
+      pos[i] = pose[i];
+      continue;
+    }
+    Eigen::Vector3f p = pos[i];
+    Eigen::Vector3f velocity = (p - prev[i]) * pt.velocity_keep;
+    if (windy) velocity += wind_step * sc_.gusts[pt.chain];
+    prev[i] = p;
+    p += velocity;
+    if (follow) {
+      p += move * (1.0f - pt.settings.world_damping_location);
+      p += (turn * prev[i] - prev[i]) *
+           (1.0f - pt.settings.world_damping_rotation);
+    }
+    p += constant_step;
+    const Eigen::Vector3f& parent = pos[pt.parent];
+    const Eigen::Vector3f pose_bone = pose[i] - pose[pt.parent];
+    p += (parent + pose_bone - p) * pt.stiffness_pull;
+    pos[i] = Constrain(pt, p, parent, pose_bone);
+  }
+
+  // Colliders, then the angle limit and length restore again, with
+  // collisions resolved as far as the limit and the length allow. A bone no
+  // collider touched whose parent ended where it was (within 1e-6 of the
+  // bone's length) is already limited, at length and clear: the second pass
+  // would not move it, so it is skipped.
+  if (!sc_.colliders.empty()) {
+    std::vector<uint8_t>& moved = sc_.moved;
+    moved.assign(n, 0);
+    sc_.settled.assign(pos.begin(), pos.end());
+    for (int i = 0; i < n; ++i) {
+      const SpringParticle& pt = particles_[i];
+      if (pt.parent < 0) continue;
+      for (const PlacedCollider& c : sc_.colliders) {
+        if (MayTouch(c, pt.settings.radius, pos[i]) &&
+            PushOutOfCollider(c, pt.settings.radius, &pos[i])) {
+          moved[i] = 1;
+        }
+      }
+    }
+    for (int i = 0; i < n; ++i) {
+      const SpringParticle& pt = particles_[i];
+      if (pt.parent < 0 || !(moved[i] || moved[pt.parent])) continue;
+      const Eigen::Vector3f pose_bone = pose[i] - pose[pt.parent];
+      pos[i] =
+          ResolveBone(pt, pos[i], pos[pt.parent], pose_bone, sc_.colliders);
+      const float tolerance = 1e-6f * pose_bone.norm();
+      moved[i] =
+          (pos[i] - sc_.settled[i]).squaredNorm() > tolerance * tolerance;
+    }
+  }
+  ++s.step_count;
+}
+
+void Solver::ApplyToPose(const DynamicsState& s, bool landed_on_frame) {
+  const Skeleton& skel = *job_.skeleton;
+  if (job_.output.data() != job_.input.data()) {
+    std::copy(job_.input.begin(), job_.input.end(), job_.output.begin());
+  }
+  const int n = rig_.num_particles();
+  sc_.rotations.resize(n);
+  sc_.rotated.assign(n, 0);
+  const float scale_sign = component_.scale.x() < 0.0f ? -1.0f : 1.0f;
+  const bool fresh = landed_on_frame;
+  for (int i = 0; i < n; ++i) {
+    const SpringParticle& pt = particles_[i];
+    if (pt.joint < 0) continue;
+    Eigen::Quaternionf r = sc_.model[pt.joint].rotation;
+    if (pt.num_children == 1) {
+      const int c = pt.first_child;
+      const Eigen::Vector3f pose_vec = sc_.pose_cs[c] - sc_.pose_cs[i];
+      Eigen::Vector3f sim_vec = s.positions[c] - s.positions[i];
+      if (world_) {
+        sim_vec = (component_.rotation.conjugate() * sim_vec) * scale_sign;
+      }
+      // The state may be up to one step older than this frame's pose (the
+      // leftover time): hold the child's angle limit against the pose the
+      // output is built on. When the last step landed on this frame, it
+      // already did.
+      const float pose_len = pose_vec.norm();
+      if (!fresh) LimitAngle(particles_[c], pose_vec, pose_len, &sim_vec);
+      if (pose_len > kTinyLength &&
+          sim_vec.squaredNorm() > kTinyLength * kTinyLength) {
+        // Unit times unit: normalised once, on the local rotation below.
+        r = ShortestArc(pose_vec, sim_vec) * r;
+        sc_.rotated[i] = 1;
+      }
+    }
+    sc_.rotations[i] = r;
+  }
+  for (int i = 0; i < n; ++i) {
+    const SpringParticle& pt = particles_[i];
+    if (pt.joint < 0) continue;
+    const int pj = skel.parent(pt.joint);
+    const int pp = pj < 0 ? -1 : rig_.ParticleOfJoint(pj);
+    const bool parent_rotated = pp >= 0 && sc_.rotated[pp];
+    // Neither this joint nor its parent moved: keep the input bit for bit.
+    if (!sc_.rotated[i] && !parent_rotated) continue;
+    const Eigen::Quaternionf parent_rotation =
+        pj < 0 ? Eigen::Quaternionf::Identity()
+               : (pp >= 0 ? sc_.rotations[pp] : sc_.model[pj].rotation);
+    job_.output[pt.joint].rotation =
+        (parent_rotation.conjugate() * sc_.rotations[i]).normalized();
+  }
+}
+
+void Solver::Run(bool initialize, DynamicsState& s, SpringBonesReport& report) {
+  ComputeAnimatedPose();
+  Transform from = component_;
+  if (initialize) {
+    Initialize(s);
+    report.initialized = true;
+  } else {
+    from = HandleTeleport(s, report);
+  }
+  PlaceColliders();
+
+  // Fixed steps. The state holds the time since its last step (the
+  // leftover) and the component transform and animated pose at that step:
+  // the anchor. Step k of this frame lands k h after the anchor, a fraction
+  // k h / total of the way from the anchor to this frame, and sees the
+  // component and pose interpolated there; so no motion between steps is
+  // lost, whatever the frame rate. A total beyond max_substeps steps is
+  // clamped (slow motion for that frame instead of a spiral).
+  const float h = rig_.step_seconds();
+  float total = s.leftover_time + job_.dt;
+  const float cap = static_cast<float>(desc_.max_substeps) * h;
+  if (total > cap) {
+    total = cap;
+    report.time_clamped = true;
+  }
+  const int steps = std::min(
+      static_cast<int>(std::floor(total / h + kStepSnap)), desc_.max_substeps);
+  const float remaining = std::max(0.0f, total - static_cast<float>(steps) * h);
+  const bool moving = !(from == component_);
+  Transform step_from = from;
+  float alpha = 0.0f;
+  for (int k = 1; k <= steps; ++k) {
+    alpha = 1.0f;
+    if (total > 0.0f) {
+      alpha = std::min(static_cast<float>(k) * h / total, 1.0f);
+      if (alpha > 1.0f - 1e-6f) alpha = 1.0f;
+    }
+    const Transform step_to = moving && alpha < 1.0f
+                                  ? Interpolate(from, component_, alpha)
+                                  : component_;
+    Step(s, step_from, step_to, alpha);
+    step_from = step_to;
+  }
+  report.substeps = steps;
+
+  // The new anchor: the last step (unchanged when no step was taken).
+  s.leftover_time = remaining;
+  s.previous_component = step_from;
+  if (steps > 0) {
+    for (int i = 0; i < rig_.num_particles(); ++i) {
+      Eigen::Vector3f& a = s.previous_pose_positions[i];
+      a = alpha == 1.0f ? sc_.pose_cs[i]
+                        : Eigen::Vector3f(a + (sc_.pose_cs[i] - a) * alpha);
+    }
+  }
+  ApplyToPose(s, steps > 0 && alpha == 1.0f);
+}
+
+// Cheap screen of a pose: every value finite and every rotation of unit
+// norm within a slightly tighter tolerance than ValidateTransform's, with
+// no square roots. When it fails, ValidatePose decides and explains.
+bool PoseLooksValid(absl::Span<const Transform> pose) {
+  constexpr float lo = (1.0f - 0.99f * kUnitQuaternionTolerance) *
+                       (1.0f - 0.99f * kUnitQuaternionTolerance);
+  constexpr float hi = (1.0f + 0.99f * kUnitQuaternionTolerance) *
+                       (1.0f + 0.99f * kUnitQuaternionTolerance);
+  // NaN and infinity fail the range test on the squared norm; the other
+  // components are screened by their exponent bits (all ones: not finite).
+  uint32_t bad = 0;
+  for (const Transform& t : pose) {
+    const float n2 = t.rotation.squaredNorm();
+    bad |= static_cast<uint32_t>(!(n2 >= lo && n2 <= hi));
+    for (const float* v : {t.translation.data(), t.scale.data()}) {
+      for (int k = 0; k < 3; ++k) {
+        uint32_t bits;
+        std::memcpy(&bits, v + k, sizeof(bits));
+        // Exponent all ones carries into the top bit.
+        bad |= ((bits & 0x7f800000u) + 0x00800000u) >> 31;
+      }
+    }
+  }
+  return bad == 0;
+}
+
+absl::Status ValidateVector(const Eigen::Vector3f& v, absl::string_view field) {
+  if (!v.allFinite()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spring_bones.", field, ": NaN or infinite component"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+float EvaluateSpringCurve(const SpringCurve& curve, float position) {
+  if (curve.empty()) return 1.0f;
+  if (position <= curve.front().position) return curve.front().value;
+  if (position >= curve.back().position) return curve.back().value;
+  // Curves are short (a handful of keys): a linear scan beats a search.
+  size_t k = 1;
+  while (curve[k].position < position) ++k;
+  const SpringCurveKey& a = curve[k - 1];
+  const SpringCurveKey& b = curve[k];
+  const float t = (position - a.position) / (b.position - a.position);
+  return a.value + (b.value - a.value) * t;
+}
+
+absl::StatusOr<SpringRig> SpringRig::Create(const Skeleton& skeleton,
+                                            SpringRigDesc desc) {
+  if (absl::Status s = ValidateDesc(desc); !s.ok()) return s;
+  const int n = skeleton.num_joints();
+
+  std::vector<uint8_t> excluded(n, 0);
+  for (size_t e = 0; e < desc.excluded_joints.size(); ++e) {
+    const int j = skeleton.FindJoint(desc.excluded_joints[e]);
+    if (j < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spring_rig.excluded_joints[", e, "]: no joint named '",
+                       desc.excluded_joints[e], "'"));
+    }
+    excluded[j] = 1;
+  }
+  std::vector<int> root_of(n, -1);
+  for (size_t r = 0; r < desc.root_joints.size(); ++r) {
+    const std::string& name = desc.root_joints[r];
+    const int j = skeleton.FindJoint(name);
+    if (j < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spring_rig.root_joints[", r, "]: no joint named '", name, "'"));
+    }
+    if (root_of[j] >= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spring_rig.root_joints[", r, "] '", name, "' (joint ",
+                       j, "): duplicate of root ", root_of[j]));
+    }
+    if (excluded[j]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spring_rig.root_joints[", r, "] '", name, "' (joint ",
+                       j, "): the root is also excluded"));
+    }
+    root_of[j] = static_cast<int>(r);
+  }
+
+  // Chain membership in one pass: parents come before children.
+  std::vector<int> chain_of(n, -1);
+  for (int j = 0; j < n; ++j) {
+    const int p = skeleton.parent(j);
+    const int inherited = (p >= 0 && !excluded[j]) ? chain_of[p] : -1;
+    if (root_of[j] >= 0) {
+      if (inherited >= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "spring_rig.root_joints[", root_of[j], "] '",
+            skeleton.joint_name(j), "' (joint ", j,
+            "): lies inside the chain of root '", desc.root_joints[inherited],
+            "'; exclude it there first"));
+      }
+      chain_of[j] = root_of[j];
+    } else {
+      chain_of[j] = inherited;
+    }
+  }
+
+  SpringRig rig;
+  rig.particle_of_joint_.assign(n, -1);
+  std::vector<SpringParticle>& ps = rig.particles_;
+  for (int j = 0; j < n; ++j) {
+    if (chain_of[j] < 0) continue;
+    SpringParticle pt;
+    pt.joint = j;
+    pt.chain = chain_of[j];
+    pt.parent =
+        root_of[j] >= 0 ? -1 : rig.particle_of_joint_[skeleton.parent(j)];
+    rig.particle_of_joint_[j] = static_cast<int>(ps.size());
+    ps.push_back(pt);
+  }
+  const int real = static_cast<int>(ps.size());
+  if (desc.dummy_tip_length > 0.0f) {
+    for (int i = 0; i < real; ++i) {
+      bool has_child = false;
+      for (int child : skeleton.children(ps[i].joint)) {
+        if (rig.particle_of_joint_[child] >= 0) has_child = true;
+      }
+      if (has_child) continue;
+      SpringParticle tip;
+      tip.parent = i;
+      tip.chain = ps[i].chain;
+      if (desc.tip_axis == SpringTipAxis::kAlongBone) {
+        const Eigen::Vector3f t = skeleton.rest_pose()[ps[i].joint].translation;
+        if (!(t.norm() > kTinyLength)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "spring_rig.tip_axis: kAlongBone needs a bone, but leaf joint ",
+              ps[i].joint, " '", skeleton.joint_name(ps[i].joint),
+              "' has a zero rest translation; choose an axis"));
+        }
+        tip.tip_direction = t.normalized();
+      } else {
+        tip.tip_direction = AxisVector(desc.tip_axis);
+      }
+      ps.push_back(tip);
+    }
+  }
+
+  // Children, chain positions and resolved settings.
+  const int total = static_cast<int>(ps.size());
+  std::vector<float> from_root(total, 0.0f);
+  std::vector<float> chain_length(desc.root_joints.size(), 0.0f);
+  for (int i = 0; i < total; ++i) {
+    SpringParticle& pt = ps[i];
+    if (pt.parent < 0) continue;
+    SpringParticle& parent = ps[pt.parent];
+    if (parent.num_children++ == 0) parent.first_child = i;
+    const float bone = pt.joint >= 0
+                           ? skeleton.rest_pose()[pt.joint].translation.norm()
+                           : desc.dummy_tip_length;
+    from_root[i] = from_root[pt.parent] + bone;
+    chain_length[pt.chain] = std::max(chain_length[pt.chain], from_root[i]);
+  }
+  const float exponent = kSpringReferenceRateHz / desc.target_rate_hz;
+  for (int i = 0; i < total; ++i) {
+    SpringParticle& pt = ps[i];
+    const float length = chain_length[pt.chain];
+    pt.length_rate = length > 0.0f ? from_root[i] / length : 0.0f;
+    pt.settings = ResolveSettings(desc, pt.length_rate);
+    // At the 60 Hz reference rate these are KawaiiPhysics' exact factors
+    // (pow(x, 1) == x).
+    pt.velocity_keep = std::pow(1.0f - pt.settings.damping, exponent);
+    pt.stiffness_pull = 1.0f - std::pow(1.0f - pt.settings.stiffness, exponent);
+    const float limit = pt.settings.limit_angle_degrees * kDegToRad;
+    pt.cos_limit = std::cos(limit);
+    pt.sin_limit = std::sin(limit);
+  }
+
+  uint64_t fp = 1469598103934665603ull;
+  fp = Fnv1a(fp, static_cast<uint64_t>(n));
+  fp = Fnv1a(fp, static_cast<uint64_t>(total));
+  for (const SpringParticle& pt : ps) {
+    fp = Fnv1a(fp, static_cast<uint64_t>(static_cast<int64_t>(pt.joint)));
+    fp = Fnv1a(fp, static_cast<uint64_t>(static_cast<int64_t>(pt.parent)));
+    fp = Fnv1a(fp, static_cast<uint64_t>(pt.chain));
+  }
+  rig.fingerprint_ = fp;
+  rig.step_ = 1.0f / desc.target_rate_hz;
+  rig.skeleton_parents_.assign(skeleton.parents().begin(),
+                               skeleton.parents().end());
+  rig.desc_ = std::move(desc);
+  return rig;
+}
+
+absl::Status SpringBonesJob::Validate() const {
+  if (skeleton == nullptr) {
+    return absl::InvalidArgumentError("spring_bones.skeleton: not set");
+  }
+  if (rig == nullptr) {
+    return absl::InvalidArgumentError("spring_bones.rig: not set");
+  }
+  if (rig->skeleton_parents() != skeleton->parents()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spring_bones.rig: built for a different skeleton (",
+                     rig->skeleton_parents().size(), " joints; this one has ",
+                     skeleton->num_joints(), " or a different hierarchy)"));
+  }
+  if (static_cast<int>(output.size()) != skeleton->num_joints()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spring_bones.output: ", output.size(),
+        " transforms for a skeleton of ", skeleton->num_joints(), " joints"));
+  }
+  if (static_cast<int>(input.size()) != skeleton->num_joints() ||
+      !PoseLooksValid(input)) {
+    if (absl::Status s = ValidatePose(*skeleton, input, "spring_bones.input");
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (absl::Status s = ValidateComponentTransform(
+          component_to_world, "spring_bones.component_to_world");
+      !s.ok()) {
+    return s;
+  }
+  if (!std::isfinite(dt) || dt < 0.0f) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spring_bones.dt: ", dt,
+                     " is not a finite non-negative number of seconds"));
+  }
+  if (absl::Status s = ValidateVector(forces.gravity, "forces.gravity");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ValidateVector(forces.external_force, "forces.external_force");
+      !s.ok()) {
+    return s;
+  }
+  if (forces.external_force_space != ForceSpace::kWorld &&
+      forces.external_force_space != ForceSpace::kComponent) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spring_bones.forces.external_force_space: unknown value ",
+                     static_cast<int>(forces.external_force_space)));
+  }
+  const SpringWind& w = forces.wind;
+  if (absl::Status s = ValidateVector(w.direction, "forces.wind.direction");
+      !s.ok()) {
+    return s;
+  }
+  if (!std::isfinite(w.speed)) {
+    return absl::InvalidArgumentError(
+        "spring_bones.forces.wind.speed: NaN or infinite");
+  }
+  if (w.speed != 0.0f && !(w.direction.norm() > 1e-6f)) {
+    return absl::InvalidArgumentError(
+        "spring_bones.forces.wind.direction: zero vector with a non-zero "
+        "wind speed");
+  }
+  if (!(w.noise_amplitude >= 0.0f && w.noise_amplitude <= 1.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spring_bones.forces.wind.noise_amplitude: ", w.noise_amplitude,
+        " is outside [0, 1]"));
+  }
+  if (!std::isfinite(w.noise_frequency_hz) || w.noise_frequency_hz < 0.0f) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spring_bones.forces.wind.noise_frequency_hz: ", w.noise_frequency_hz,
+        " is not a finite non-negative frequency"));
+  }
+  for (size_t c = 0; c < colliders.size(); ++c) {
+    if (absl::Status s =
+            ValidateCollider(colliders[c], static_cast<int>(c), *skeleton);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (state_out == nullptr) {
+    return absl::InvalidArgumentError("spring_bones.state_out: not set");
+  }
+  if (state_in != nullptr && !reset && !state_in->empty()) {
+    const DynamicsState& st = *state_in;
+    if (st.rig_fingerprint != rig->fingerprint()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spring_bones.state_in: made for a different rig (fingerprint ",
+          st.rig_fingerprint, ", this rig is ", rig->fingerprint(),
+          "); reset the state when the rig changes"));
+    }
+    if (static_cast<int>(st.positions.size()) != rig->num_particles()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spring_bones.state_in: ", st.positions.size(),
+                       " particles, the rig has ", rig->num_particles()));
+    }
+    if (st.space != rig->desc().space) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spring_bones.state_in: simulated in ",
+                       SimulationSpaceName(st.space), " space, the rig in ",
+                       SimulationSpaceName(rig->desc().space), " space"));
+    }
+    if (absl::Status s = ValidateDynamicsState(st); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spring_bones.state_in: ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SpringBonesJob::Run() const {
+  if (absl::Status s = Validate(); !s.ok()) return s;
+  SpringBonesScratch local_scratch;
+  DynamicsState& s = *state_out;
+  const bool initialize = reset || state_in == nullptr || state_in->empty();
+  if (!initialize && state_in != state_out) s = *state_in;
+  SpringBonesReport local_report;
+  SpringBonesReport& r = report != nullptr ? *report : local_report;
+  r = SpringBonesReport();
+  Solver solver(*this, scratch != nullptr ? *scratch : local_scratch);
+  solver.Run(initialize, s, r);
+  return absl::OkStatus();
+}
+
+}  // namespace posewire

@@ -1,0 +1,149 @@
+// Two-bone IK (TwoBoneIkJob) on the CMU walk rig's left arm: shoulder, elbow,
+// wrist from the rest pose toward a reachable target in front of the
+// shoulder. Each iteration restores the chain's input rotations and runs the
+// validated job with its result requested, in place (as ozz's IKTwoBoneJob,
+// which writes only the two corrections) unless the name says it copies the
+// whole pose.
+//
+// ./build/bench/posewire-bench --benchmark_filter=BM_TwoBoneIk
+//     --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <vector>
+
+#include "bench/bench_data.h"
+#include "solver_core/local_to_model.h"
+#include "solver_core/pose.h"
+#include "solver_core/two_bone_ik.h"
+
+namespace posewire {
+namespace {
+
+struct ArmSetup {
+  const Skeleton* skeleton = nullptr;
+  std::vector<Transform> local;
+  std::vector<Transform> model;
+  int start = -1;
+  int mid = -1;
+  int end = -1;
+  Eigen::Vector3f target;
+  Eigen::Vector3f pole;
+  float chain_length = 0.0f;
+  TwoBoneIkResult result;
+};
+
+ArmSetup MakeArm(float reach_fraction) {
+  const ImportedAsset& walk = bench::LoadAsset("cmu_131_01_walk.bvh");
+  ArmSetup arm;
+  arm.skeleton = &walk.skeleton;
+  arm.local = RestPose(walk.skeleton);
+  arm.model.resize(arm.local.size());
+  LocalToModelJob fk{.skeleton = arm.skeleton,
+                     .local = arm.local,
+                     .model = absl::MakeSpan(arm.model)};
+  if (!fk.Run().ok()) std::abort();
+  arm.start = walk.skeleton.FindJoint("LeftShoulder");
+  arm.mid = walk.skeleton.FindJoint("LeftElbow");
+  arm.end = walk.skeleton.FindJoint("LeftWrist");
+  if (arm.start < 0 || arm.mid < 0 || arm.end < 0) {
+    std::cerr << "CMU walk rig lacks the left arm joints\n";
+    std::exit(1);
+  }
+  const Eigen::Vector3f a = arm.model[arm.start].translation;
+  arm.chain_length =
+      (arm.model[arm.mid].translation - a).norm() +
+      (arm.model[arm.end].translation - arm.model[arm.mid].translation).norm();
+  arm.target = a + Eigen::Vector3f(0.4f, -0.5f, 0.6f).normalized() *
+                       (reach_fraction * arm.chain_length);
+  arm.pole = Eigen::Vector3f(0, 0, -1);
+  return arm;
+}
+
+TwoBoneIkJob ArmJob(ArmSetup& arm, absl::Span<Transform> output) {
+  return TwoBoneIkJob{.skeleton = arm.skeleton,
+                      .local = arm.local,
+                      .model = arm.model,
+                      .start_joint = arm.start,
+                      .mid_joint = arm.mid,
+                      .end_joint = arm.end,
+                      .target = arm.target,
+                      .pole_vector = arm.pole,
+                      .mid_axis = {1, 0, 0},
+                      .output = output,
+                      .result = &arm.result};
+}
+
+// Runs `job` in place, restoring the chain's rotations before each solve so
+// every iteration solves the same problem.
+void RunInPlace(benchmark::State& state, ArmSetup& arm,
+                const TwoBoneIkJob& job) {
+  const Transform start = arm.local[arm.start];
+  const Transform mid = arm.local[arm.mid];
+  const Transform end = arm.local[arm.end];
+  for (auto _ : state) {
+    arm.local[arm.start] = start;
+    arm.local[arm.mid] = mid;
+    arm.local[arm.end] = end;
+    benchmark::DoNotOptimize(job.Run().ok());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_TwoBoneIk(benchmark::State& state) {
+  ArmSetup arm = MakeArm(0.7f);
+  const TwoBoneIkJob job = ArmJob(arm, absl::MakeSpan(arm.local));
+  RunInPlace(state, arm, job);
+}
+BENCHMARK(BM_TwoBoneIk);
+
+// Without the optional result (reached, error), which the job then skips:
+// the outputs ozz's IKTwoBoneJob has (the corrected rotations).
+void BM_TwoBoneIkNoResult(benchmark::State& state) {
+  ArmSetup arm = MakeArm(0.7f);
+  TwoBoneIkJob job = ArmJob(arm, absl::MakeSpan(arm.local));
+  job.result = nullptr;
+  RunInPlace(state, arm, job);
+}
+BENCHMARK(BM_TwoBoneIkNoResult);
+
+void BM_TwoBoneIkUnreachable(benchmark::State& state) {
+  ArmSetup arm = MakeArm(1.5f);
+  const TwoBoneIkJob job = ArmJob(arm, absl::MakeSpan(arm.local));
+  RunInPlace(state, arm, job);
+}
+BENCHMARK(BM_TwoBoneIkUnreachable);
+
+// Every option on: soften, stretch, twist, partial weight, end rotation.
+void BM_TwoBoneIkAllOptions(benchmark::State& state) {
+  ArmSetup arm = MakeArm(1.1f);
+  TwoBoneIkJob job = ArmJob(arm, absl::MakeSpan(arm.local));
+  job.soften = 0.9f;
+  job.stretch = true;
+  job.max_stretch = 1.2f;
+  job.twist_angle = 0.3f;
+  job.weight = 0.8f;
+  job.end_rotation =
+      Eigen::Quaternionf(Eigen::AngleAxisf(0.5f, Eigen::Vector3f::UnitY()));
+  job.end_rotation_weight = 0.5f;
+  RunInPlace(state, arm, job);
+}
+BENCHMARK(BM_TwoBoneIkAllOptions);
+
+// Separate output: the solve plus a copy of the whole 31-joint pose.
+void BM_TwoBoneIkCopyPose(benchmark::State& state) {
+  ArmSetup arm = MakeArm(0.7f);
+  std::vector<Transform> output(arm.local.size());
+  const TwoBoneIkJob job = ArmJob(arm, absl::MakeSpan(output));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(job.Run().ok());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_TwoBoneIkCopyPose);
+
+}  // namespace
+}  // namespace posewire

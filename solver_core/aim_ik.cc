@@ -1,0 +1,239 @@
+#include "solver_core/aim_ik.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "solver_core/clamp_direction.h"
+#include "solver_core/pose.h"
+
+namespace posewire {
+namespace {
+
+absl::Status CheckVector(const Eigen::Vector3f& v, absl::string_view field) {
+  if (v.allFinite()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("aim_ik.", field, ": NaN or infinite component"));
+}
+
+absl::Status CheckScalar(float x, absl::string_view field) {
+  if (std::isfinite(x)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("aim_ik.", field, ": ", x, " is not finite"));
+}
+
+absl::Status Diagnose(const AimIkJob& job) {
+  if (job.skeleton == nullptr) {
+    return absl::InvalidArgumentError("aim_ik.skeleton: not set");
+  }
+  const Skeleton& skel = *job.skeleton;
+  const size_t n = static_cast<size_t>(skel.num_joints());
+  if (job.local.size() != n || job.model.size() != n ||
+      job.output.size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "aim_ik: local, model and output need one transform per joint (", n,
+        "); got ", job.local.size(), ", ", job.model.size(), " and ",
+        job.output.size()));
+  }
+  if (job.output.data() != job.local.data() &&
+      job.output.data() < job.local.data() + n &&
+      job.local.data() < job.output.data() + n) {
+    return absl::InvalidArgumentError(
+        "aim_ik.output: overlaps `local` without being the same span");
+  }
+  if (job.joint < 0 || job.joint >= skel.num_joints()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "aim_ik.joint: joint ", job.joint, " is out of range [0, ", n, ")"));
+  }
+  if (absl::Status s = CheckVector(job.target, "target"); !s.ok()) return s;
+  if (absl::Status s = CheckVector(job.pole_vector, "pole_vector"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckVector(job.forward, "forward"); !s.ok()) return s;
+  if (!(job.forward.squaredNorm() > 1e-12f)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "aim_ik.forward: zero length; give the axis of joint ", job.joint, " '",
+        skel.joint_name(job.joint), "' to aim, in its own space"));
+  }
+  if (absl::Status s = CheckVector(job.up, "up"); !s.ok()) return s;
+  if (absl::Status s = CheckVector(job.offset, "offset"); !s.ok()) return s;
+  if (absl::Status s = CheckScalar(job.twist_angle, "twist_angle"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckScalar(job.weight, "weight"); !s.ok()) return s;
+  if (absl::Status s = CheckScalar(job.clamp_weight, "clamp_weight"); !s.ok()) {
+    return s;
+  }
+  if (job.clamp_smoothing < 0 ||
+      job.clamp_smoothing > kMaxClampSmoothingIterations) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("aim_ik.clamp_smoothing: ", job.clamp_smoothing,
+                     " is not in [0, ", kMaxClampSmoothingIterations, "]"));
+  }
+  if (!(job.reach_tolerance >= 0.0f) || !std::isfinite(job.reach_tolerance)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("aim_ik.reach_tolerance: ", job.reach_tolerance,
+                     " is not finite and >= 0"));
+  }
+  const int parent = skel.parent(job.joint);
+  if (parent == kNoParent) {
+    if (absl::Status s =
+            ValidateTransform(job.root, "aim_ik.root", 0, "root space");
+        !s.ok()) {
+      return s;
+    }
+  } else if (absl::Status s =
+                 ValidateTransform(job.model[parent], "aim_ik.model", parent,
+                                   skel.joint_name(parent));
+             !s.ok()) {
+    return s;
+  }
+  return ValidateTransform(job.local[job.joint], "aim_ik.local", job.joint,
+                           skel.joint_name(job.joint));
+}
+
+// Bounds on a quaternion's squared norm slightly inside ValidateTransform's
+// |norm - 1| <= kUnitQuaternionTolerance.
+constexpr float kMinUnitNorm2 =
+    (1.0f - kUnitQuaternionTolerance) * (1.0f - kUnitQuaternionTolerance) +
+    1e-6f;
+constexpr float kMaxUnitNorm2 =
+    (1.0f + kUnitQuaternionTolerance) * (1.0f + kUnitQuaternionTolerance) -
+    1e-6f;
+
+// ValidateTransform's conditions as one branch-light test.
+inline bool LooksLikeValidTransform(const Transform& t) {
+  const Eigen::Vector4f& q = t.rotation.coeffs();
+  const float finite = (t.translation - t.translation).sum() + (q - q).sum() +
+                       (t.scale - t.scale).sum();
+  const float n2 = q.squaredNorm();
+  return finite == 0.0f && n2 >= kMinUnitNorm2 && n2 <= kMaxUnitNorm2;
+}
+
+// Quick screen: Diagnose's conditions without building statuses, never
+// laxer than it.
+bool LooksValid(const AimIkJob& job) {
+  if (job.skeleton == nullptr) return false;
+  const Skeleton& skel = *job.skeleton;
+  const size_t n = static_cast<size_t>(skel.num_joints());
+  if (job.local.size() != n || job.model.size() != n ||
+      job.output.size() != n || static_cast<size_t>(job.joint) >= n) {
+    return false;
+  }
+  if (job.output.data() != job.local.data() &&
+      job.output.data() < job.local.data() + n &&
+      job.local.data() < job.output.data() + n) {
+    return false;
+  }
+  // x - x is 0 for finite x and NaN otherwise; the sum keeps any NaN.
+  const float finite =
+      (job.target - job.target).sum() +
+      (job.pole_vector - job.pole_vector).sum() +
+      (job.forward - job.forward).sum() + (job.up - job.up).sum() +
+      (job.offset - job.offset).sum() + (job.twist_angle - job.twist_angle) +
+      (job.weight - job.weight) + (job.clamp_weight - job.clamp_weight) +
+      (job.reach_tolerance - job.reach_tolerance);
+  if (finite != 0.0f || !(job.forward.squaredNorm() > 1e-12f) ||
+      job.clamp_smoothing < 0 ||
+      job.clamp_smoothing > kMaxClampSmoothingIterations ||
+      !(job.reach_tolerance >= 0.0f)) {
+    return false;
+  }
+  const int parent = skel.parent(job.joint);
+  return LooksLikeValidTransform(parent == kNoParent ? job.root
+                                                     : job.model[parent]) &&
+         LooksLikeValidTransform(job.local[job.joint]);
+}
+
+}  // namespace
+
+absl::Status AimIkJob::Validate() const {
+  if (LooksValid(*this)) return absl::OkStatus();
+  return Diagnose(*this);
+}
+
+absl::Status AimIkJob::Run() const {
+  if (absl::Status s = Validate(); !s.ok()) return s;
+
+  const int parent = skeleton->parent(joint);
+  const Eigen::Quaternionf joint_local = local[joint].rotation;
+  const Transform joint_model =
+      Combine(parent == kNoParent ? root : model[parent], local[joint]);
+  if (output.data() != local.data()) {
+    std::copy(local.begin(), local.end(), output.begin());
+  }
+
+  // Work in the joint's rotation frame (model-space vectors relative to the
+  // joint, rotated by the inverse of its model rotation): the local
+  // correction is then a plain rotation of joint-space vectors, after scale.
+  const Eigen::Quaternionf inv = joint_model.rotation.conjugate();
+  const Eigen::Vector3f to_target = inv * (target - joint_model.translation);
+  const Eigen::Vector3f fwd = joint_model.scale.cwiseProduct(forward);
+  const Eigen::Vector3f off = joint_model.scale.cwiseProduct(offset);
+  const float fwd_len = fwd.norm();
+  // Unit forward axis (zero when a zero scale collapsed it).
+  const Eigen::Vector3f f = fwd_len > 0.0f
+                                ? Eigen::Vector3f(fwd * (1.0f / fwd_len))
+                                : Eigen::Vector3f::Zero();
+
+  // Reports the distance from the target to the aim ray once the joint is
+  // corrected by c.
+  AimIkResult res;
+  auto finish = [&](const Eigen::Quaternionf& c) {
+    if (result == nullptr) return absl::OkStatus();  // nobody asks
+    const Eigen::Vector3f dir = c * f;
+    const Eigen::Vector3f rel = to_target - c * off;
+    const float along = std::max(0.0f, rel.dot(dir));
+    res.error = (rel - along * dir).norm();
+    res.reached = res.error <= reach_tolerance * to_target.norm();
+    *result = res;
+    return absl::OkStatus();
+  };
+
+  const float w = std::clamp(weight, 0.0f, 1.0f);
+  if (w == 0.0f || !(fwd_len > 0.0f)) {
+    return finish(Eigen::Quaternionf::Identity());
+  }
+
+  Eigen::Vector3f aim = to_target;
+  if (clamp_weight > 0.0f) {
+    const ClampedDirection clamped =
+        ClampDirection(to_target, f, clamp_weight, clamp_smoothing);
+    aim = clamped.direction;
+    res.clamped = clamped.changed;
+  }
+
+  // The forward direction that makes the ray from the offset pass through
+  // the aim point: from the joint to the point of the offset ray at the aim
+  // point's distance (ozz's ComputeOffsettedForward). Rotations about the
+  // joint preserve that distance, so turning this point onto the aim point
+  // turns the offset ray through it.
+  const float r2 = aim.squaredNorm();
+  const float along = f.dot(off);
+  const float across2 = std::max(0.0f, off.squaredNorm() - along * along);
+  if (!(r2 > 0.0f) || across2 > r2) {
+    // Target on the joint, or closer to its axis line than the offset ray
+    // ever passes: no rotation aims the ray at it.
+    return finish(Eigen::Quaternionf::Identity());
+  }
+  const Eigen::Vector3f aimed_point =
+      off + f * (std::sqrt(r2 - across2) - along);
+  // Swing the aimed point onto the aim point and roll about the aim line so
+  // that up leans toward the pole, in one frame-to-frame rotation.
+  const Eigen::Vector3f up_s = joint_model.scale.cwiseProduct(up);
+  Eigen::Quaternionf correction =
+      RotationBetweenFrames(aimed_point, up_s, aim, inv * pole_vector);
+  if (twist_angle != 0.0f) {
+    const Eigen::Vector3f aim_hat = aim * (1.0f / std::sqrt(r2));
+    correction = Eigen::Quaternionf(Eigen::AngleAxisf(twist_angle, aim_hat)) *
+                 correction;
+  }
+  if (w < 1.0f) {
+    correction = Eigen::Quaternionf::Identity().slerp(w, correction);
+  }
+  output[joint].rotation = joint_local * correction;
+  res.iterations = 1;
+  return finish(correction);
+}
+
+}  // namespace posewire

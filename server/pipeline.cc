@@ -20,6 +20,7 @@ using google::protobuf::RepeatedField;
 using google::protobuf::RepeatedPtrField;
 
 constexpr char kDefaultCrossfadeKey[] = "crossfade";
+constexpr char kDefaultSpringKey[] = "spring_bones";
 
 // Everything an op handler needs, bundled so handlers keep short signatures.
 struct OpContext {
@@ -306,7 +307,8 @@ absl::Status RunValidate(OpContext& ctx, const v1::ValidateOp& op) {
 const std::vector<std::string>& SupportedOperations() {
   static const auto* names = new std::vector<std::string>{
       "sample_clip", "blend",     "additive",  "crossfade",      "two_bone_ik",
-      "aim_ik",      "ccd_ik",    "fabrik_ik", "fabrik_tree_ik", "validate"};
+      "aim_ik",      "ccd_ik",    "fabrik_ik", "fabrik_tree_ik", "spring_bones",
+      "validate"};
   return *names;
 }
 
@@ -348,9 +350,17 @@ absl::Status StateFromProto(
         state.crossfades[key] = std::move(player);
         break;
       }
-      case v1::OperationState::kDynamics:
-        return absl::UnimplementedError(
-            absl::StrCat(where, ": dynamics state is not served yet"));
+      case v1::OperationState::kDynamics: {
+        auto parsed = ParseDynamicsState(value.dynamics());
+        if (!parsed.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, ".dynamics: ", parsed.status().message()));
+        }
+        // The rig is rebuilt from the op on first use; the job checks that
+        // the state's rig fingerprint matches it.
+        state.springs[key].state = *std::move(parsed);
+        break;
+      }
       case v1::OperationState::STATE_NOT_SET:
         return absl::InvalidArgumentError(
             absl::StrCat(where, ": empty state entry"));
@@ -361,6 +371,9 @@ absl::Status StateFromProto(
 
 void StateToProto(const CharacterState& state, const ClipLibrary& clips,
                   google::protobuf::Map<std::string, v1::OperationState>* proto) {
+  for (const auto& [key, slot] : state.springs) {
+    (*proto)[key].set_dynamics(SerializeDynamicsState(slot.state));
+  }
   for (const auto& [key, player] : state.crossfades) {
     v1::CrossfadeState* wire = (*proto)[key].mutable_crossfade();
     if (player.current.clip >= 0) {
@@ -446,6 +459,18 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
         IkOpContext ik{*input.skeleton, ctx.field,
                        input.limits.max_solver_iterations, pose, *result};
         status = RunFabrikTreeIk(ik, op.fabrik_tree_ik());
+        break;
+      }
+      case v1::Operation::kSpringBones: {
+        result->set_op("spring_bones");
+        ctx.field = absl::StrCat(base, ".spring_bones");
+        const std::string& key = op.spring_bones().state_key().empty()
+                                     ? kDefaultSpringKey
+                                     : op.spring_bones().state_key();
+        SpringOpContext spring{*input.skeleton, ctx.field,
+                               input.limits.max_solver_iterations, input.dt,
+                               input.root, pose, state.springs[key], *result};
+        status = RunSpringBones(spring, op.spring_bones());
         break;
       }
       case v1::Operation::kValidate:

@@ -18,6 +18,7 @@
 #include "posewire/v1/operations.pb.h"
 #include "posewire/v1/posewire.pb.h"
 #include "server/clip_library.h"
+#include "server/spring_op.h"
 #include "solver_core/crossfade.h"
 #include "solver_core/pose.h"
 #include "solver_core/skeleton.h"
@@ -31,8 +32,12 @@ const std::vector<std::string>& SupportedOperations();
 // What a character remembers between frames, keyed by the ops' state_key.
 struct CharacterState {
   absl::flat_hash_map<std::string, CrossfadeState> crossfades;
+  absl::flat_hash_map<std::string, SpringSlot> springs;
 
-  void Clear() { crossfades.clear(); }
+  void Clear() {
+    crossfades.clear();
+    springs.clear();
+  }
 };
 
 // Converts wire state into `state`, resolving clip names in `clips`.

@@ -177,6 +177,44 @@ absl::StatusOr<std::vector<JointLimit>> LimitsFromProto(
   return limits;
 }
 
+// What CCD and FABRIK share: the chain, target, iteration cap, tolerance
+// and joint limits, converted and checked.
+struct ChainInputs {
+  std::vector<int> chain;
+  Eigen::Vector3f target;
+  int iterations = 0;
+  IkTolerance tolerance;
+  std::vector<JointLimit> limits;
+};
+
+template <typename Op>
+absl::StatusOr<ChainInputs> ChainInputsFromProto(const IkOpContext& ctx,
+                                                 const Op& op) {
+  ChainInputs in;
+  auto chain = ChainFromProto(ctx.skeleton, op.chain(),
+                              absl::StrCat(ctx.field, ".chain"));
+  if (!chain.ok()) return chain.status();
+  in.chain = *std::move(chain);
+  auto target = RequiredVec3(op.has_target(), op.target(),
+                             absl::StrCat(ctx.field, ".target"));
+  if (!target.ok()) return target.status();
+  in.target = *target;
+  auto iterations = Iterations(op.has_max_iterations(), op.max_iterations(),
+                               ctx.max_iterations,
+                               absl::StrCat(ctx.field, ".max_iterations"));
+  if (!iterations.ok()) return iterations.status();
+  in.iterations = *iterations;
+  auto tolerance =
+      ToleranceFromProto(op.tolerance(), absl::StrCat(ctx.field, ".tolerance"));
+  if (!tolerance.ok()) return tolerance.status();
+  in.tolerance = *tolerance;
+  auto limits = LimitsFromProto(ctx.skeleton, op.limits(),
+                                absl::StrCat(ctx.field, ".limits"));
+  if (!limits.ok()) return limits.status();
+  in.limits = *std::move(limits);
+  return in;
+}
+
 void Report(const IkResult& result, v1::OperationResult& out) {
   out.set_reached(result.reached);
   out.set_error(result.error);
@@ -294,20 +332,8 @@ absl::Status RunAimIk(IkOpContext& ctx, const v1::AimIkOp& op) {
 
 absl::Status RunCcdIk(IkOpContext& ctx, const v1::CcdIkOp& op) {
   const Skeleton& skeleton = ctx.skeleton;
-  auto chain = ChainFromProto(skeleton, op.chain(), absl::StrCat(ctx.field, ".chain"));
-  if (!chain.ok()) return chain.status();
-  auto target = RequiredVec3(op.has_target(), op.target(),
-                             absl::StrCat(ctx.field, ".target"));
-  if (!target.ok()) return target.status();
-  auto iterations = Iterations(op.has_max_iterations(), op.max_iterations(),
-                               ctx.max_iterations,
-                               absl::StrCat(ctx.field, ".max_iterations"));
-  if (!iterations.ok()) return iterations.status();
-  auto tolerance =
-      ToleranceFromProto(op.tolerance(), absl::StrCat(ctx.field, ".tolerance"));
-  if (!tolerance.ok()) return tolerance.status();
-  auto limits = LimitsFromProto(skeleton, op.limits(), absl::StrCat(ctx.field, ".limits"));
-  if (!limits.ok()) return limits.status();
+  auto in = ChainInputsFromProto(ctx, op);
+  if (!in.ok()) return in.status();
   auto fallback_axis = OptionalVec3(op.has_fallback_axis(), op.fallback_axis(),
                                     Eigen::Vector3f::UnitX(),
                                     absl::StrCat(ctx.field, ".fallback_axis"));
@@ -317,15 +343,15 @@ absl::Status RunCcdIk(IkOpContext& ctx, const v1::CcdIkOp& op) {
   CcdIkJob job;
   job.skeleton = &skeleton;
   job.input = input;
-  job.chain = *chain;
-  job.target = *target;
-  job.max_iterations = *iterations;
-  job.tolerance = *tolerance;
+  job.chain = in->chain;
+  job.target = in->target;
+  job.max_iterations = in->iterations;
+  job.tolerance = in->tolerance;
   if (op.has_weight()) job.weight = op.weight();
   job.joint_weights = op.joint_weights();
   job.incremental = op.incremental();
   job.max_step_angle = op.max_step_angle();
-  job.limits = *limits;
+  job.limits = in->limits;
   job.hinge_fallback = op.hinge_fallback();
   job.fallback_axis = *fallback_axis;
   job.nudge = op.nudge();
@@ -339,20 +365,8 @@ absl::Status RunCcdIk(IkOpContext& ctx, const v1::CcdIkOp& op) {
 
 absl::Status RunFabrikIk(IkOpContext& ctx, const v1::FabrikIkOp& op) {
   const Skeleton& skeleton = ctx.skeleton;
-  auto chain = ChainFromProto(skeleton, op.chain(), absl::StrCat(ctx.field, ".chain"));
-  if (!chain.ok()) return chain.status();
-  auto target = RequiredVec3(op.has_target(), op.target(),
-                             absl::StrCat(ctx.field, ".target"));
-  if (!target.ok()) return target.status();
-  auto iterations = Iterations(op.has_max_iterations(), op.max_iterations(),
-                               ctx.max_iterations,
-                               absl::StrCat(ctx.field, ".max_iterations"));
-  if (!iterations.ok()) return iterations.status();
-  auto tolerance =
-      ToleranceFromProto(op.tolerance(), absl::StrCat(ctx.field, ".tolerance"));
-  if (!tolerance.ok()) return tolerance.status();
-  auto limits = LimitsFromProto(skeleton, op.limits(), absl::StrCat(ctx.field, ".limits"));
-  if (!limits.ok()) return limits.status();
+  auto in = ChainInputsFromProto(ctx, op);
+  if (!in.ok()) return in.status();
   auto normal = OptionalVec3(op.has_plane_normal(), op.plane_normal(),
                              Eigen::Vector3f::Zero(),
                              absl::StrCat(ctx.field, ".plane_normal"));
@@ -366,12 +380,12 @@ absl::Status RunFabrikIk(IkOpContext& ctx, const v1::FabrikIkOp& op) {
   FabrikIkJob job;
   job.skeleton = &skeleton;
   job.input = input;
-  job.chain = *chain;
-  job.target = *target;
-  job.max_iterations = *iterations;
-  job.tolerance = *tolerance;
+  job.chain = in->chain;
+  job.target = in->target;
+  job.max_iterations = in->iterations;
+  job.tolerance = in->tolerance;
   if (op.has_weight()) job.weight = op.weight();
-  job.limits = *limits;
+  job.limits = in->limits;
   job.plane_normal = *normal;
   job.planar_limits = planar;
   job.output = absl::MakeSpan(ctx.pose);

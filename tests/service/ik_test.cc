@@ -20,18 +20,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::vector<float> Packed(absl::Span<const Transform> pose) {
-  v1::Pose proto;
-  PoseToProto(pose, &proto);
-  return {proto.transforms().begin(), proto.transforms().end()};
-}
-
-bool BitIdentical(const v1::Pose& pose, const std::vector<float>& expected) {
-  return pose.transforms_size() == static_cast<int>(expected.size()) &&
-         std::memcmp(pose.transforms().data(), expected.data(),
-                     expected.size() * sizeof(float)) == 0;
-}
-
 LocalPose SampleWalk(float time) {
   LocalPose pose(Walk().skeleton.num_joints());
   SamplingJob job;

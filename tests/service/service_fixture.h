@@ -3,8 +3,10 @@
 #ifndef POSEWIRE_TESTS_SERVICE_SERVICE_FIXTURE_H_
 #define POSEWIRE_TESTS_SERVICE_SERVICE_FIXTURE_H_
 
+#include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
@@ -29,6 +31,29 @@ inline const ImportedAsset& Walk() {
     return new ImportedAsset(*std::move(read));
   }();
   return *asset;
+}
+
+// The floats of a pose exactly as the server packs them.
+inline std::vector<float> Packed(absl::Span<const Transform> pose) {
+  v1::Pose proto;
+  PoseToProto(pose, &proto);
+  return {proto.transforms().begin(), proto.transforms().end()};
+}
+
+inline std::vector<float> Floats(const v1::Pose& pose) {
+  return {pose.transforms().begin(), pose.transforms().end()};
+}
+
+// Bitwise equality: 0.0f == -0.0f and NaN != NaN would hide differences.
+inline bool BitIdentical(const std::vector<float>& a,
+                         const std::vector<float>& b) {
+  return a.size() == b.size() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+inline bool BitIdentical(const v1::Pose& pose,
+                         const std::vector<float>& expected) {
+  return BitIdentical(Floats(pose), expected);
 }
 
 class ServiceTest : public ::testing::Test {

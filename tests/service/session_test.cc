@@ -19,18 +19,6 @@ namespace {
 using ::testing::HasSubstr;
 using Stream = grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>;
 
-std::vector<float> Packed(absl::Span<const Transform> pose) {
-  v1::Pose proto;
-  PoseToProto(pose, &proto);
-  return {proto.transforms().begin(), proto.transforms().end()};
-}
-
-bool BitIdentical(const v1::Pose& pose, const std::vector<float>& expected) {
-  return pose.transforms_size() == static_cast<int>(expected.size()) &&
-         std::memcmp(pose.transforms().data(), expected.data(),
-                     expected.size() * sizeof(float)) == 0;
-}
-
 class SessionTest : public ServiceTest {
  protected:
   void Configure(ServerConfig& config) override {

@@ -21,23 +21,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// The floats of a pose exactly as the server would pack them.
-std::vector<float> Packed(absl::Span<const Transform> pose) {
-  v1::Pose proto;
-  PoseToProto(pose, &proto);
-  return {proto.transforms().begin(), proto.transforms().end()};
-}
-
-std::vector<float> Floats(const v1::Pose& pose) {
-  return {pose.transforms().begin(), pose.transforms().end()};
-}
-
-// Bitwise equality: 0.0f == -0.0f and NaN != NaN would hide differences.
-bool BitIdentical(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() &&
-         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 LocalPose CoreSample(float time) {
   const Skeleton& skeleton = Walk().skeleton;
   LocalPose pose(skeleton.num_joints());

@@ -17,18 +17,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::vector<float> Packed(absl::Span<const Transform> pose) {
-  v1::Pose proto;
-  PoseToProto(pose, &proto);
-  return {proto.transforms().begin(), proto.transforms().end()};
-}
-
-bool BitIdentical(const v1::Pose& pose, const std::vector<float>& expected) {
-  return pose.transforms_size() == static_cast<int>(expected.size()) &&
-         std::memcmp(pose.transforms().data(), expected.data(),
-                     expected.size() * sizeof(float)) == 0;
-}
-
 constexpr float kDt = 1.0f / 30.0f;
 
 // The left arm as a spring chain under gravity, with a dummy tip.
@@ -59,6 +47,25 @@ CoreSpring CoreArmSpring() {
   return core;
 }
 
+// One frame of the core job from `state` (updated), for comparison.
+LocalPose CoreStep(const CoreSpring& core, const LocalPose& input,
+                   DynamicsState& state) {
+  LocalPose output(input.size());
+  DynamicsState next;
+  SpringBonesJob job;
+  job.skeleton = &Walk().skeleton;
+  job.rig = &core.rig;
+  job.input = input;
+  job.dt = kDt;
+  job.forces = core.forces;
+  job.state_in = &state;
+  job.output = absl::MakeSpan(output);
+  job.state_out = &next;
+  EXPECT_TRUE(job.Run().ok());
+  state = next;
+  return output;
+}
+
 class SpringServiceTest : public ServiceTest {};
 
 TEST_F(SpringServiceTest, Solve_StateRoundTripsThroughTheClientBitIdentically) {
@@ -82,19 +89,7 @@ TEST_F(SpringServiceTest, Solve_StateRoundTripsThroughTheClientBitIdentically) {
     EXPECT_EQ(out.ops(0).op(), "spring_bones");
     EXPECT_GE(out.ops(0).iterations(), 1u);  // substeps at 60 Hz
 
-    LocalPose expected(skeleton.num_joints());
-    DynamicsState next;
-    SpringBonesJob job;
-    job.skeleton = &skeleton;
-    job.rig = &core.rig;
-    job.input = rest;
-    job.dt = kDt;
-    job.forces = core.forces;
-    job.state_in = &core_state;
-    job.output = absl::MakeSpan(expected);
-    job.state_out = &next;
-    ASSERT_TRUE(job.Run().ok());
-    core_state = next;
+    const LocalPose expected = CoreStep(core, rest, core_state);
     ASSERT_TRUE(BitIdentical(out.pose(), Packed(expected))) << "frame " << frame;
     ASSERT_EQ(out.state().at("spring_bones").dynamics(),
               SerializeDynamicsState(core_state));
@@ -170,19 +165,7 @@ TEST_F(SpringServiceTest, Session_KeepsTheStateAcrossFramesLikeTheCore) {
     const v1::CharacterResult& out = response.frame().characters(0);
     ASSERT_EQ(out.status().code(), 0) << out.status().message();
 
-    LocalPose expected(skeleton.num_joints());
-    DynamicsState next;
-    SpringBonesJob job;
-    job.skeleton = &skeleton;
-    job.rig = &core.rig;
-    job.input = rest;
-    job.dt = kDt;
-    job.forces = core.forces;
-    job.state_in = &core_state;
-    job.output = absl::MakeSpan(expected);
-    job.state_out = &next;
-    ASSERT_TRUE(job.Run().ok());
-    core_state = next;
+    const LocalPose expected = CoreStep(core, rest, core_state);
     ASSERT_TRUE(BitIdentical(out.pose(), Packed(expected))) << "frame " << frame;
   }
   stream->WritesDone();

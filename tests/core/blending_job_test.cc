@@ -1,0 +1,418 @@
+// BlendingJob: N-layer weighted blend with masks, blend root, threshold and
+// fallback, each property checked against an independent computation in the
+// test: weighted averages in double, nlerp angles about one axis in closed
+// form, the seed's two-pose Blend(a, b, t, root) written out here, and
+// bit-for-bit identity where the header promises it.
+
+#include "solver_core/blending_job.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <Eigen/Geometry>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "solver_core/pose.h"
+#include "solver_core/quaternion_math.h"
+#include "tests/core/pose_ops_test_util.h"
+
+namespace posewire {
+namespace {
+
+using ::posewire::testing::AngleBetween;
+using ::posewire::testing::RandomPose;
+using ::posewire::testing::Rng;
+using ::posewire::testing::SameBits;
+using ::posewire::testing::TreeSkeleton;
+using ::testing::HasSubstr;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr int kJoints = 23;  // not a multiple of 4: exercises every path
+
+LocalPose Blend(const Skeleton& skeleton, std::vector<BlendLayer> layers,
+                int base_layer = -1, int blend_root = -1,
+                float threshold = kDefaultBlendThreshold) {
+  LocalPose out(skeleton.num_joints());
+  BlendingJob job;
+  job.skeleton = &skeleton;
+  job.layers = layers;
+  job.base_layer = base_layer;
+  job.blend_root = blend_root;
+  job.threshold = threshold;
+  job.output = absl::MakeSpan(out);
+  const absl::Status s = job.Run();
+  EXPECT_TRUE(s.ok()) << s;
+  return out;
+}
+
+// The seed's IsInHierarchy: walk the parents up from `joint`.
+bool InHierarchy(const Skeleton& skeleton, int root, int joint) {
+  for (int j = joint; j != kNoParent; j = skeleton.parent(j)) {
+    if (j == root) return true;
+  }
+  return false;
+}
+
+class BlendingTest : public ::testing::Test {
+ protected:
+  BlendingTest()
+      : skeleton_(TreeSkeleton(kJoints)),
+        rng_(11),
+        a_(RandomPose(kJoints, rng_)),
+        b_(RandomPose(kJoints, rng_)),
+        c_(RandomPose(kJoints, rng_)) {}
+
+  Skeleton skeleton_;
+  Rng rng_;
+  LocalPose a_, b_, c_;
+};
+
+TEST_F(BlendingTest, Blend_IdenticalPosesReturnThem) {
+  for (std::vector<float> weights :
+       {std::vector<float>{0.3f, 0.7f}, {1.0f, 2.0f, 5.0f}, {0.2f, 0.2f}}) {
+    std::vector<BlendLayer> layers;
+    for (float w : weights) layers.push_back({a_, w, {}});
+    const LocalPose out = Blend(skeleton_, layers);
+    for (int j = 0; j < kJoints; ++j) {
+      EXPECT_TRUE(out[j].translation.isApprox(a_[j].translation, 1e-6f));
+      EXPECT_TRUE(out[j].scale.isApprox(a_[j].scale, 1e-6f));
+      EXPECT_LT(AngleBetween(out[j].rotation, a_[j].rotation), 1e-3f);
+    }
+  }
+}
+
+TEST_F(BlendingTest, Blend_WeightsOneAndZeroReturnTheInputsBitForBit) {
+  const LocalPose only_a = Blend(skeleton_, {{a_, 1.0f, {}}, {b_, 0.0f, {}}});
+  const LocalPose only_b = Blend(skeleton_, {{a_, 0.0f, {}}, {b_, 1.0f, {}}});
+  // A negative weight counts as 0.
+  const LocalPose negative =
+      Blend(skeleton_, {{a_, -3.0f, {}}, {b_, 0.6f, {}}, {c_, 0.0f, {}}});
+  for (int j = 0; j < kJoints; ++j) {
+    EXPECT_TRUE(SameBits(only_a[j], a_[j])) << j;
+    EXPECT_TRUE(SameBits(only_b[j], b_[j])) << j;
+    EXPECT_TRUE(SameBits(negative[j], b_[j])) << j;
+  }
+}
+
+TEST_F(BlendingTest, Blend_TranslationAndScaleAreNormalisedWeightedAverages) {
+  const std::vector<float> w = {0.5f, 2.0f, 1.25f};
+  const LocalPose out =
+      Blend(skeleton_, {{a_, w[0], {}}, {b_, w[1], {}}, {c_, w[2], {}}});
+  const double total = w[0] + w[1] + w[2];
+  for (int j = 0; j < kJoints; ++j) {
+    const Eigen::Vector3d t = (a_[j].translation.cast<double>() * w[0] +
+                               b_[j].translation.cast<double>() * w[1] +
+                               c_[j].translation.cast<double>() * w[2]) /
+                              total;
+    const Eigen::Vector3d s = (a_[j].scale.cast<double>() * w[0] +
+                               b_[j].scale.cast<double>() * w[1] +
+                               c_[j].scale.cast<double>() * w[2]) /
+                              total;
+    EXPECT_TRUE(out[j].translation.cast<double>().isApprox(t, 1e-6)) << j;
+    EXPECT_TRUE(out[j].scale.cast<double>().isApprox(s, 1e-6)) << j;
+    EXPECT_NEAR(out[j].rotation.norm(), 1.0f, 1e-6f);
+  }
+}
+
+TEST_F(BlendingTest, Blend_ScaledWeightsGiveTheSameBits) {
+  // Weights are normalised: (2, 6) is (0.25, 0.75) exactly.
+  const LocalPose x = Blend(skeleton_, {{a_, 2.0f, {}}, {b_, 6.0f, {}}});
+  const LocalPose y = Blend(skeleton_, {{a_, 0.25f, {}}, {b_, 0.75f, {}}});
+  for (int j = 0; j < kJoints; ++j) EXPECT_TRUE(SameBits(x[j], y[j])) << j;
+}
+
+TEST_F(BlendingTest, Blend_RotationsAboutOneAxisFollowTheNlerpAngle) {
+  // Two rotations about z, 1.6 rad apart (0.8 rad on the 4-sphere), blended
+  // with weight t: nlerp's angle is 2 atan2(t sin(phi), 1 - t + t cos(phi)).
+  LocalPose p(kJoints), q(kJoints);
+  for (int j = 0; j < kJoints; ++j) {
+    p[j].rotation = Eigen::AngleAxisf(0.3f, Eigen::Vector3f::UnitZ());
+    q[j].rotation = Eigen::AngleAxisf(1.9f, Eigen::Vector3f::UnitZ());
+    // Store some of them with the opposite sign: the same rotation.
+    if (j % 3 == 0) q[j].rotation.coeffs() *= -1.0f;
+  }
+  const double phi = 0.8;
+  for (float t : {0.1f, 0.5f, 0.85f}) {
+    const LocalPose out = Blend(skeleton_, {{p, 1 - t, {}}, {q, t, {}}});
+    const double expected =
+        0.3 + 2 * std::atan2(t * std::sin(phi), 1 - t + t * std::cos(phi));
+    for (int j = 0; j < kJoints; ++j) {
+      const Eigen::AngleAxisf aa(out[j].rotation);
+      const float angle = aa.axis().z() < 0 ? -aa.angle() : aa.angle();
+      EXPECT_NEAR(angle, expected, 2e-5) << "t " << t << " joint " << j;
+    }
+  }
+}
+
+TEST_F(BlendingTest, Blend_OppositeSignQuaternionsBlendToTheirRotation) {
+  // q and -q are one rotation: their blend must be it, not a zero sum.
+  LocalPose neg = a_;
+  for (Transform& t : neg) t.rotation.coeffs() *= -1.0f;
+  const LocalPose out = Blend(skeleton_, {{a_, 0.5f, {}}, {neg, 0.5f, {}}});
+  for (int j = 0; j < kJoints; ++j) {
+    EXPECT_LT(AngleBetween(out[j].rotation, a_[j].rotation), 1e-3f) << j;
+  }
+}
+
+TEST_F(BlendingTest, Blend_MatchesTheSeedsTwoPoseBlendWithBlendRoot) {
+  // The seed's Blend(a, b, t, root), written out: joints under `root` get
+  // mix(a, b, t) (lerp, shortest-path nlerp), the others keep a.
+  const int root = 2;
+  const float t = 0.35f;
+  const LocalPose out =
+      Blend(skeleton_, {{a_, 1 - t, {}}, {b_, t, {}}}, /*base_layer=*/0, root);
+  int inside = 0;
+  for (int j = 0; j < kJoints; ++j) {
+    if (!InHierarchy(skeleton_, root, j)) {
+      EXPECT_TRUE(SameBits(out[j], a_[j])) << "outside joint " << j;
+      continue;
+    }
+    ++inside;
+    const Eigen::Vector3f lerp =
+        a_[j].translation + (b_[j].translation - a_[j].translation) * t;
+    Eigen::Vector4f bq = b_[j].rotation.coeffs();
+    if (a_[j].rotation.coeffs().dot(bq) < 0) bq = -bq;
+    const Eigen::Quaternionf nlerp(
+        (a_[j].rotation.coeffs() * (1 - t) + bq * t).normalized());
+    EXPECT_TRUE(out[j].translation.isApprox(lerp, 1e-5f)) << j;
+    EXPECT_LT(AngleBetween(out[j].rotation, nlerp), 1e-3f) << j;
+  }
+  EXPECT_GT(inside, 3);
+  EXPECT_LT(inside, kJoints - 3);
+}
+
+TEST_F(BlendingTest, Blend_JointsOutsideTheBlendRootAreTheRestPose) {
+  const int root = 1;
+  const LocalPose out =
+      Blend(skeleton_, {{a_, 0.5f, {}}, {b_, 0.5f, {}}}, -1, root);
+  for (int j = 0; j < kJoints; ++j) {
+    if (!InHierarchy(skeleton_, root, j)) {
+      EXPECT_TRUE(SameBits(out[j], skeleton_.rest_pose()[j])) << j;
+    }
+  }
+}
+
+TEST_F(BlendingTest, Blend_MaskedOutJointsAreUntouchedBitForBit) {
+  // Layer b only affects the even joints; elsewhere the output is a.
+  std::vector<float> mask(kJoints);
+  for (int j = 0; j < kJoints; ++j) mask[j] = j % 2 == 0 ? 1.0f : 0.0f;
+  const LocalPose out = Blend(skeleton_, {{a_, 1.0f, {}}, {b_, 1.0f, mask}});
+  const LocalPose unmasked = Blend(skeleton_, {{a_, 1.0f, {}}, {b_, 1.0f, {}}});
+  for (int j = 0; j < kJoints; ++j) {
+    if (j % 2 == 1) {
+      EXPECT_TRUE(SameBits(out[j], a_[j])) << j;
+    } else {
+      // A joint weight of 1 gives the same bits as no mask.
+      EXPECT_TRUE(SameBits(out[j], unmasked[j])) << j;
+    }
+  }
+}
+
+TEST_F(BlendingTest, Blend_NegativeJointWeightCountsAsZero) {
+  std::vector<float> mask(kJoints, -2.0f);
+  const LocalPose out = Blend(skeleton_, {{a_, 1.0f, {}}, {b_, 1.0f, mask}});
+  for (int j = 0; j < kJoints; ++j) EXPECT_TRUE(SameBits(out[j], a_[j]));
+}
+
+TEST_F(BlendingTest, Blend_ZeroTotalWeightGivesTheFallbackBitForBit) {
+  const LocalPose rest = Blend(skeleton_, {{a_, 0.0f, {}}, {b_, 0.0f, {}}});
+  const LocalPose base =
+      Blend(skeleton_, {{a_, 0.0f, {}}, {b_, 0.0f, {}}}, /*base_layer=*/1);
+  const LocalPose none = Blend(skeleton_, {});
+  for (int j = 0; j < kJoints; ++j) {
+    EXPECT_TRUE(SameBits(rest[j], skeleton_.rest_pose()[j])) << j;
+    EXPECT_TRUE(SameBits(base[j], b_[j])) << j;
+    EXPECT_TRUE(SameBits(none[j], skeleton_.rest_pose()[j])) << j;
+  }
+}
+
+TEST_F(BlendingTest, Blend_BelowThresholdTheFallbackFillsIn) {
+  // Total weight 0.05 under a threshold of 0.1: the rest pose comes in with
+  // weight 0.05, so translations land halfway between the layer and rest.
+  const LocalPose out = Blend(skeleton_, {{a_, 0.05f, {}}}, -1, -1, 0.1f);
+  for (int j = 0; j < kJoints; ++j) {
+    const Eigen::Vector3f half =
+        (a_[j].translation + skeleton_.rest_pose()[j].translation) * 0.5f;
+    EXPECT_TRUE(out[j].translation.isApprox(half, 1e-5f)) << j;
+  }
+  // At the threshold, no fill.
+  const LocalPose at = Blend(skeleton_, {{a_, 0.1f, {}}}, -1, -1, 0.1f);
+  for (int j = 0; j < kJoints; ++j) EXPECT_TRUE(SameBits(at[j], a_[j]));
+}
+
+TEST_F(BlendingTest, Blend_OutputMayAliasALayer) {
+  const LocalPose expected =
+      Blend(skeleton_, {{a_, 0.3f, {}}, {b_, 0.7f, {}}, {c_, 0.2f, {}}});
+  LocalPose in_place = a_;
+  std::vector<BlendLayer> layers = {
+      {in_place, 0.3f, {}}, {b_, 0.7f, {}}, {c_, 0.2f, {}}};
+  BlendingJob job;
+  job.skeleton = &skeleton_;
+  job.layers = layers;
+  job.output = absl::MakeSpan(in_place);
+  ASSERT_TRUE(job.Run().ok());
+  for (int j = 0; j < kJoints; ++j) {
+    EXPECT_TRUE(SameBits(in_place[j], expected[j])) << j;
+  }
+}
+
+TEST_F(BlendingTest, Blend_ManyLayersBeyondTheStackScratch) {
+  // 20 layers (more than the job keeps on its stack) of the same pose.
+  std::vector<BlendLayer> layers;
+  for (int l = 0; l < 20; ++l) layers.push_back({b_, 1.0f + l, {}});
+  const LocalPose out = Blend(skeleton_, layers);
+  for (int j = 0; j < kJoints; ++j) {
+    EXPECT_TRUE(out[j].translation.isApprox(b_[j].translation, 1e-5f));
+  }
+}
+
+TEST_F(BlendingTest, Blend_RejectsBadInputsNamingLayerAndJoint) {
+  LocalPose out(kJoints);
+  std::vector<float> mask(kJoints, 1.0f);
+  std::vector<BlendLayer> layers = {{a_, 0.5f, {}}, {b_, 0.5f, mask}};
+  BlendingJob job;
+  job.skeleton = &skeleton_;
+  job.layers = layers;
+  job.output = absl::MakeSpan(out);
+  ASSERT_TRUE(job.Validate().ok());
+
+  layers[1].weight = kNaN;
+  EXPECT_THAT(job.Run().message(), HasSubstr("blending.layers[1].weight"));
+  layers[1].weight = kInf;
+  EXPECT_EQ(job.Run().code(), absl::StatusCode::kInvalidArgument);
+  layers[1].weight = 0.5f;
+
+  mask[4] = kInf;
+  absl::Status s = job.Run();
+  EXPECT_THAT(s.message(), HasSubstr("layers[1].joint_weights[4] 'j4'"));
+  mask[4] = 1.0f;
+
+  LocalPose bad = b_;
+  bad[7].rotation.coeffs() *= 2.0f;
+  layers[1].transform = bad;
+  s = job.Run();
+  EXPECT_THAT(s.message(), HasSubstr("blending.layers[1].transform[7] 'j7'"));
+  bad[7] = b_[7];
+  bad[9].translation.x() = kNaN;
+  EXPECT_THAT(job.Run().message(), HasSubstr("[9] 'j9'"));
+  layers[1].transform = b_;
+
+  BlendingJob wrong = job;
+  wrong.base_layer = 2;
+  EXPECT_THAT(wrong.Run().message(), HasSubstr("blending.base_layer"));
+  wrong = job;
+  wrong.blend_root = kJoints;
+  EXPECT_THAT(wrong.Run().message(), HasSubstr("blending.blend_root"));
+  wrong = job;
+  wrong.threshold = -0.1f;
+  EXPECT_THAT(wrong.Run().message(), HasSubstr("blending.threshold"));
+  LocalPose short_pose(kJoints - 1);
+  wrong = job;
+  wrong.output = absl::MakeSpan(short_pose);
+  EXPECT_THAT(wrong.Run().message(), HasSubstr("blending.output"));
+  layers[0].transform = short_pose;
+  EXPECT_THAT(job.Run().message(), HasSubstr("blending.layers[0].transform"));
+}
+
+TEST_F(BlendingTest, Blend_LayersValidatedSkipsOnlyTheTransformChecks) {
+  LocalPose out(kJoints);
+  LocalPose bad = b_;
+  bad[3].rotation.coeffs() *= 3.0f;
+  std::vector<BlendLayer> layers = {{a_, 0.5f, {}}, {bad, 0.5f, {}}};
+  BlendingJob job;
+  job.skeleton = &skeleton_;
+  job.layers = layers;
+  job.output = absl::MakeSpan(out);
+  EXPECT_FALSE(job.Validate().ok());
+  job.layers_validated = true;
+  EXPECT_TRUE(job.Validate().ok());
+  layers[1].weight = kNaN;
+  EXPECT_FALSE(job.Validate().ok());
+}
+
+// The shared kernels (quaternion_math.h) against the scalar formulas and
+// Eigen: the SSE paths must give the scalar bits.
+TEST(QuaternionMathTest, QuaternionMath_SimdKernelsMatchScalarFormulas) {
+  Rng rng(21);
+  for (int i = 0; i < 200; ++i) {
+    const Eigen::Vector4f a(rng.Uniform(-2, 2), rng.Uniform(-2, 2),
+                            rng.Uniform(-2, 2), rng.Uniform(-2, 2));
+    const Eigen::Vector4f b(rng.Uniform(-1, 1), rng.Uniform(-1, 1),
+                            rng.Uniform(-1, 1), rng.Uniform(-1, 1));
+    const float xz = a.x() * b.x() + a.z() * b.z();
+    const float yw = a.y() * b.y() + a.w() * b.w();
+    EXPECT_EQ(Dot4(a, b), xz + yw);
+    const Eigen::Quaternionf n = NormalizedOr(b, Eigen::Quaternionf::Identity());
+    EXPECT_TRUE(n.coeffs().isApprox(b.normalized(), 1e-6f));
+  }
+  // DeferredNormalizer: NormalizedOr's bits, four at a time and for a tail.
+  std::vector<Eigen::Quaternionf> q(7), expected(7);
+  const Eigen::Quaternionf fallback(0, 1, 0, 0);
+  for (int k = 0; k < 7; ++k) {
+    q[k] = Eigen::Quaternionf(rng.Uniform(-1, 1), rng.Uniform(-1, 1),
+                              rng.Uniform(-1, 1), rng.Uniform(-1, 1));
+  }
+  q[2] = Eigen::Quaternionf(0, 0, 0, 0);  // degenerate: the fallback
+  for (int k = 0; k < 7; ++k) expected[k] = NormalizedOr(q[k].coeffs(), fallback);
+  DeferredNormalizer normalizer;
+  for (int k = 0; k < 7; ++k) normalizer.Add(&q[k], &fallback);
+  normalizer.Flush();
+  for (int k = 0; k < 7; ++k) {
+    EXPECT_EQ(q[k].coeffs(), expected[k].coeffs()) << k;
+  }
+}
+
+TEST(QuaternionMathTest, QuaternionMath_ScreensAgreeWithValidateTransform) {
+  // Every component non-finite in turn, norms around the tolerance, and
+  // garbage (NaN bytes) in the padding, which must not matter.
+  Rng rng(8);
+  std::vector<Transform> cases;
+  for (int c = 0; c < 10; ++c) {
+    for (float bad : {kNaN, kInf, -kInf}) {
+      Transform t = rng.RandomTransform();
+      float* f[10] = {&t.translation.x(), &t.translation.y(),
+                      &t.translation.z(), &t.rotation.x(),
+                      &t.rotation.y(),    &t.rotation.z(),
+                      &t.rotation.w(),    &t.scale.x(),
+                      &t.scale.y(),       &t.scale.z()};
+      *f[c] = bad;
+      cases.push_back(t);
+    }
+  }
+  for (float norm : {0.9f, 0.998f, 0.9991f, 0.99995f, 1.0f, 1.0009f, 1.0011f,
+                     1.2f}) {
+    Transform t = rng.RandomTransform();
+    t.rotation.coeffs() *= norm;
+    cases.push_back(t);
+  }
+  for (Transform t : cases) {
+    const bool valid = ValidateTransform(t, "t", 0, "j").ok();
+    // A screen may send a valid transform to the slow path, never let an
+    // invalid one through.
+    EXPECT_TRUE(!TransformLooksValid(t) || valid);
+    EXPECT_TRUE(!PoseLooksValid(absl::MakeConstSpan(&t, 1)) || valid);
+    if (std::fabs(t.rotation.norm() - 1.0f) < 5e-4f && valid) {
+      EXPECT_TRUE(TransformLooksValid(t));
+    }
+  }
+  // NaN bytes in the padding after translation and scale.
+  std::vector<Transform> pose(3);
+  for (Transform& t : pose) t = rng.RandomTransform();
+  for (Transform& t : pose) {
+    const float nan = kNaN;
+    unsigned char* bytes = reinterpret_cast<unsigned char*>(&t);
+    if (sizeof(Transform) == 48) {
+      std::memcpy(bytes + 12, &nan, 4);
+      std::memcpy(bytes + 44, &nan, 4);
+    }
+    EXPECT_TRUE(TransformLooksValid(t));
+  }
+  EXPECT_TRUE(PoseLooksValid(pose));
+}
+
+}  // namespace
+}  // namespace posewire

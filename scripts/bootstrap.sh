@@ -10,11 +10,13 @@ packages=(
   g++ cmake ninja-build pkg-config git
   # gRPC, Protobuf, Abseil and the gRPC health/reflection .proto files
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
-  libabsl-dev grpc-proto libssl-dev
+  libabsl-dev grpc-proto libssl-dev prometheus-cpp-dev
   # logging, math, asset import (tinygltf needs nlohmann-json's header)
   libspdlog-dev libeigen3-dev libtinygltf-dev nlohmann-json3-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # the Python client (clients/python) and its test
+  python3-grpcio python3-protobuf
 )
 
 missing=()

@@ -33,6 +33,12 @@ ABSL_FLAG(int, max_session_objects, 10000,
           "Most skeletons, clips, rigs and characters one session may register.");
 ABSL_FLAG(int, skeleton_cache_size, 1024,
           "Skeletons kept for lookups by content hash.");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT to serve Prometheus metrics on (/metrics); empty: off.");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key enables TLS.");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert.");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File of accepted bearer tokens, one per line; empty: no auth.");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "How long in-flight calls may finish after SIGINT/SIGTERM.");
 
@@ -57,6 +63,10 @@ int Run() {
   config.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   config.max_session_objects = absl::GetFlag(FLAGS_max_session_objects);
   config.skeleton_cache_size = absl::GetFlag(FLAGS_skeleton_cache_size);
+  config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  config.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  config.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  config.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
   config.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
 
   // Block the stop signals before gRPC starts its threads (they inherit the
@@ -76,6 +86,13 @@ int Run() {
   spdlog::info("posewire-server {} ({}) listening on {}:{}, {} solver threads",
                posewire::kVersion, posewire::kGitRevision, host,
                (*server)->port(), config.EffectiveThreads());
+  spdlog::info("{}, {}, metrics {}",
+               config.tls_cert_file.empty() ? "plaintext" : "TLS",
+               config.auth_token_file.empty() ? "no authentication"
+                                              : "bearer-token authentication",
+               (*server)->metrics_port() == 0
+                   ? std::string("off")
+                   : absl::StrCat("on port ", (*server)->metrics_port()));
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);

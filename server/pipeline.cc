@@ -1,11 +1,13 @@
 #include "server/pipeline.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numbers>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/full_body_op.h"
 #include "server/ik_ops.h"
 #include "server/wire_convert.h"
 #include "solver_core/additive_job.h"
@@ -307,7 +309,7 @@ absl::Status RunValidate(OpContext& ctx, const v1::ValidateOp& op) {
 const std::vector<std::string>& SupportedOperations() {
   static const auto* names = new std::vector<std::string>{
       "sample_clip", "blend",     "additive",  "crossfade",      "two_bone_ik",
-      "aim_ik",      "ccd_ik",    "fabrik_ik", "fabrik_tree_ik", "spring_bones",
+      "aim_ik",      "ccd_ik",    "fabrik_ik", "fabrik_tree_ik", "full_body_biped_ik", "spring_bones",
       "validate"};
   return *names;
 }
@@ -399,6 +401,7 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
     v1::OperationResult* result = results->Add();
     OpContext ctx{input, *input.skeleton, "", pose, state, *result};
     const std::string base = absl::StrCat(input.field, ".ops[", i, "]");
+    const auto started = std::chrono::steady_clock::now();
     absl::Status status;
     switch (op.op_case()) {
       case v1::Operation::kSampleClip:
@@ -461,6 +464,14 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
         status = RunFabrikTreeIk(ik, op.fabrik_tree_ik());
         break;
       }
+      case v1::Operation::kFullBodyBipedIk: {
+        result->set_op("full_body_biped_ik");
+        ctx.field = absl::StrCat(base, ".full_body_biped_ik");
+        IkOpContext ik{*input.skeleton, ctx.field,
+                       input.limits.max_solver_iterations, pose, *result};
+        status = RunFullBodyBipedIk(ik, op.full_body_biped_ik());
+        break;
+      }
       case v1::Operation::kSpringBones: {
         result->set_op("spring_bones");
         ctx.field = absl::StrCat(base, ".spring_bones");
@@ -492,6 +503,12 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
         break;
     }
     if (!status.ok()) return status;
+    if (input.metrics != nullptr) {
+      input.metrics->ObserveOperation(
+          result->op(), std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - started)
+                            .count());
+    }
   }
   return absl::OkStatus();
 }

@@ -18,6 +18,7 @@
 #include "posewire/v1/operations.pb.h"
 #include "posewire/v1/posewire.pb.h"
 #include "server/clip_library.h"
+#include "server/metrics.h"
 #include "server/spring_op.h"
 #include "solver_core/crossfade.h"
 #include "solver_core/pose.h"
@@ -63,6 +64,8 @@ struct PipelineInput {
   PipelineLimits limits;
   // Prefix for error messages, e.g. "characters[2]".
   absl::string_view field;
+  // Optional: records each operation's wall time.
+  Metrics* metrics = nullptr;
 };
 
 // Applies `input.ops` to `pose` (in place), updating `state` and appending

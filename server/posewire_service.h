@@ -9,7 +9,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/container/flat_hash_set.h"
 #include "posewire/v1/posewire.grpc.pb.h"
+#include "server/metrics.h"
 #include "server/server_config.h"
 #include "server/skeleton_cache.h"
 #include "server/worker_pool.h"
@@ -18,7 +20,10 @@ namespace posewire::server {
 
 class PoseWireService final : public v1::PoseWire::CallbackService {
  public:
-  explicit PoseWireService(const ServerConfig& config);
+  // `metrics` must outlive the service. `auth_tokens` empty: no
+  // authentication.
+  PoseWireService(const ServerConfig& config, Metrics* metrics,
+                  absl::flat_hash_set<std::string> auth_tokens);
   ~PoseWireService() override;
 
   grpc::ServerUnaryReactor* GetInfo(grpc::CallbackServerContext* context,
@@ -37,12 +42,19 @@ class PoseWireService final : public v1::PoseWire::CallbackService {
  private:
   class SessionReactor;
 
+  // OK, or UNAUTHENTICATED when tokens are configured and the call's
+  // "authorization: Bearer <token>" metadata is missing or wrong.
+  grpc::Status Authorize(grpc::CallbackServerContext* context) const;
+
   const ServerConfig config_;
+  Metrics* metrics_;
+  const absl::flat_hash_set<std::string> auth_tokens_;
   // Built once: GetInfo's answer never changes while the server runs.
   v1::GetInfoResponse info_;
   SkeletonCache skeletons_;
   std::atomic<int> active_sessions_{0};
   std::atomic<uint64_t> next_session_id_{1};
+  std::atomic<uint64_t> next_request_id_{1};
   // Declared last so it is destroyed first: its threads finish their tasks
   // while everything those tasks touch still exists.
   std::unique_ptr<WorkerPool> pool_;

@@ -3,9 +3,60 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace posewire::server {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                     absl::string_view flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat(flag, ": cannot read ", path));
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// One token per line; blank lines and '#' comments ignored.
+absl::StatusOr<absl::flat_hash_set<std::string>> ReadTokens(
+    const std::string& path) {
+  absl::flat_hash_set<std::string> tokens;
+  if (path.empty()) return tokens;
+  auto text = ReadFile(path, "--auth_token_file");
+  if (!text.ok()) return text.status();
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty() || line.front() == '#') continue;
+    tokens.insert(std::string(line));
+  }
+  if (tokens.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--auth_token_file: ", path, " holds no token; authentication would "
+        "refuse every call"));
+  }
+  return tokens;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
+    const ServerConfig& config) {
+  if (config.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
+  auto cert = ReadFile(config.tls_cert_file, "--tls_cert");
+  if (!cert.ok()) return cert.status();
+  auto key = ReadFile(config.tls_key_file, "--tls_key");
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions options;
+  options.pem_key_cert_pairs.push_back({*key, *cert});
+  return grpc::SslServerCredentials(options);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<PosewireServer>> PosewireServer::Start(
     const ServerConfig& config) {
@@ -15,12 +66,20 @@ absl::StatusOr<std::unique_ptr<PosewireServer>> PosewireServer::Start(
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
+  auto tokens = ReadTokens(config.auth_token_file);
+  if (!tokens.ok()) return tokens.status();
+  auto credentials = Credentials(config);
+  if (!credentials.ok()) return credentials.status();
+  auto metrics = Metrics::Create(config.metrics_listen);
+  if (!metrics.ok()) return metrics.status();
+
   auto server = std::unique_ptr<PosewireServer>(new PosewireServer());
-  server->service_ = std::make_unique<PoseWireService>(config);
+  server->metrics_ = *std::move(metrics);
+  server->service_ = std::make_unique<PoseWireService>(
+      config, server->metrics_.get(), *std::move(tokens));
 
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.AddListeningPort(config.listen, *credentials, &server->port_);
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config.max_message_bytes));
@@ -44,7 +103,8 @@ absl::StatusOr<std::unique_ptr<PosewireServer>> PosewireServer::Start(
 PosewireServer::~PosewireServer() { Shutdown(absl::ZeroDuration()); }
 
 void PosewireServer::Shutdown(absl::Duration grace) {
-  if (shut_down_) return;
+  // A server that failed to start has nothing to shut down.
+  if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
   // Tell load balancers first, so no new work is routed here.
   server_->GetHealthCheckService()->SetServingStatus(false);
@@ -52,6 +112,8 @@ void PosewireServer::Shutdown(absl::Duration grace) {
   server_->Wait();
 }
 
-void PosewireServer::Wait() { server_->Wait(); }
+void PosewireServer::Wait() {
+  if (server_ != nullptr) server_->Wait();
+}
 
 }  // namespace posewire::server

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/metrics.h"
 #include "server/posewire_service.h"
 #include "server/server_config.h"
 
@@ -25,6 +26,8 @@ class PosewireServer {
 
   // The bound port (the real one when the configuration asked for port 0).
   int port() const { return port_; }
+  // The bound metrics HTTP port, or 0 when metrics are not served.
+  int metrics_port() const { return metrics_->port(); }
 
   // Stops accepting calls, reports NOT_SERVING on health, lets in-flight
   // calls finish for up to `grace`, then cancels what is left. Returns when
@@ -37,6 +40,8 @@ class PosewireServer {
  private:
   PosewireServer() = default;
 
+  // Declared before the service, which refers to it.
+  std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<PoseWireService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -41,6 +41,10 @@ absl::Status ServerConfig::Validate() const {
     return absl::InvalidArgumentError(
         "--skeleton_cache_size: must be at least 1");
   }
+  if (tls_cert_file.empty() != tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_cert and --tls_key: give both (TLS) or neither (plaintext)");
+  }
   if (shutdown_grace < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--shutdown_grace: must not be negative");
   }

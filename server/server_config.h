@@ -26,6 +26,14 @@ struct ServerConfig {
   int max_session_objects = 10000;
   // Skeletons kept for SkeletonRef.hash lookups (least recently used go).
   int skeleton_cache_size = 1024;
+  // HTTP address for Prometheus metrics (/metrics); empty: not served.
+  std::string metrics_listen;
+  // PEM files; both set: TLS, neither: plaintext.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // File of accepted bearer tokens, one per line ('#' comments); empty: no
+  // authentication. Health and reflection stay open for probes.
+  std::string auth_token_file;
   // How long in-flight calls may run after a shutdown request before they
   // are cancelled.
   absl::Duration shutdown_grace = absl::Seconds(10);

@@ -225,7 +225,8 @@ absl::Status Session::SolveCharacter(const v1::Frame& frame, int index,
       .dt = frame.dt(),
       .root = *root,
       .limits = {.max_solver_iterations = config_.max_solver_iterations},
-      .field = field};
+      .field = field,
+      .metrics = metrics_};
   if (absl::Status s = RunPipeline(pipeline, *pose, state, result->mutable_ops());
       !s.ok()) {
     return s;

@@ -28,7 +28,9 @@ struct SessionStats {
 
 class Session {
  public:
-  explicit Session(const ServerConfig& config) : config_(config) {}
+  // `metrics` (optional) records per-operation times.
+  explicit Session(const ServerConfig& config, Metrics* metrics = nullptr)
+      : config_(config), metrics_(metrics) {}
 
   // Handles one request; never fails as a whole: problems become error
   // statuses inside `response` (per message, per frame or per character).
@@ -63,6 +65,7 @@ class Session {
                               v1::CharacterResult* result);
 
   const ServerConfig& config_;
+  Metrics* metrics_;
   SessionStats stats_;
   int objects_ = 0;
   bool any_frame_ = false;

@@ -57,7 +57,7 @@ absl::StatusOr<ResolvedSkeleton> ResolveSkeleton(const v1::SkeletonRef& ref,
 
 absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
                    SkeletonCache& skeletons, const StopCheck& stop,
-                   v1::SolveResponse* response) {
+                   v1::SolveResponse* response, Metrics* metrics) {
   if (request.characters_size() > config.max_characters_per_batch) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "characters: ", request.characters_size(),
@@ -115,7 +115,8 @@ absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
                            .dt = request.dt(),
                            .root = *root,
                            .limits = limits,
-                           .field = field};
+                           .field = field,
+                           .metrics = metrics};
     if (absl::Status s = RunPipeline(pipeline, *pose, state, out->mutable_ops());
         !s.ok()) {
       return s;

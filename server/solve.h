@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "posewire/v1/posewire.pb.h"
+#include "server/metrics.h"
 #include "server/server_config.h"
 #include "server/skeleton_cache.h"
 
@@ -19,9 +20,10 @@ using StopCheck = std::function<absl::Status()>;
 // the call: INVALID_ARGUMENT naming the character, field and joint;
 // NOT_FOUND for a skeleton hash the server does not have (resend it
 // inline); RESOURCE_EXHAUSTED beyond a limit.
+// `metrics` (optional) records per-operation times.
 absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
                    SkeletonCache& skeletons, const StopCheck& stop,
-                   v1::SolveResponse* response);
+                   v1::SolveResponse* response, Metrics* metrics = nullptr);
 
 }  // namespace posewire::server
 

@@ -244,6 +244,42 @@ TEST_F(IkServiceTest, MissingTargetBrokenChainAndNaNAreInvalidArgument) {
   }
 }
 
+TEST_F(IkServiceTest, FullBodyBiped_HandsAndFeetReachTargetsFromAnotherFrame) {
+  // Effectors: where hands and feet are 0.3 s later, relative to the hips
+  // (the character walks on), solved from the pose at 1 s with automatic
+  // mapping from the CMU joint names.
+  const ModelPose now = Model(SampleWalk(1.0f));
+  const ModelPose later = Model(SampleWalk(1.3f));
+  const Eigen::Vector3f offset = now[0].translation - later[0].translation;
+  v1::SolveRequest request = Request();
+  v1::FullBodyBipedIkOp* op =
+      request.mutable_characters(0)->add_ops()->mutable_full_body_biped_ik();
+  const std::pair<v1::BipedEffectorId, const char*> effectors[] = {
+      {v1::BIPED_EFFECTOR_LEFT_HAND, "LeftWrist"},
+      {v1::BIPED_EFFECTOR_RIGHT_HAND, "RightWrist"},
+      {v1::BIPED_EFFECTOR_LEFT_FOOT, "LeftAnkle"},
+      {v1::BIPED_EFFECTOR_RIGHT_FOOT, "RightAnkle"}};
+  for (const auto& [id, joint] : effectors) {
+    v1::BipedEffector* e = op->add_effectors();
+    e->set_id(id);
+    *e->mutable_position() = ToVec3(later[Joint(joint)].translation + offset);
+    e->set_position_weight(1.0f);
+  }
+  v1::SolveResponse response;
+  grpc::Status status = Call(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const v1::CharacterOutput& out = response.characters(0);
+  EXPECT_EQ(out.ops(0).op(), "full_body_biped_ik");
+  const float* m = out.model_pose().transforms().data();
+  for (const auto& [id, joint] : effectors) {
+    const float* p = m + 10 * Joint(joint);
+    const Eigen::Vector3f target = later[Joint(joint)].translation + offset;
+    // Limbs are about 14 units long: 1e-3 of limb length.
+    EXPECT_LT((Eigen::Vector3f(p[0], p[1], p[2]) - target).norm(), 0.014f)
+        << joint;
+  }
+}
+
 TEST_F(IkServiceTest, AnOperationFromANewerClientIsUnimplemented) {
   v1::SolveRequest request = Request();
   v1::Operation* op = request.mutable_characters(0)->add_ops();

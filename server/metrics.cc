@@ -1,0 +1,88 @@
+#include "server/metrics.h"
+
+#include <exception>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/pipeline.h"
+
+namespace posewire::server {
+
+absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(
+    const std::string& listen) {
+  auto metrics = std::unique_ptr<Metrics>(new Metrics());
+  metrics->registry_ = std::make_shared<prometheus::Registry>();
+  prometheus::Registry& registry = *metrics->registry_;
+
+  auto& calls = prometheus::BuildCounter()
+                    .Name("posewire_calls_total")
+                    .Help("Finished RPCs and sessions by method and gRPC status code")
+                    .Register(registry);
+  for (const char* rpc : {"GetInfo", "Solve", "Session"}) {
+    auto& by_code = metrics->calls_[rpc];
+    for (int code = 0; code < kCodes; ++code) {
+      by_code[code] = &calls.Add(
+          {{"rpc", rpc},
+           {"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(code))}});
+    }
+  }
+  auto& frames = prometheus::BuildCounter()
+                     .Name("posewire_session_frames_total")
+                     .Help("Session frames answered")
+                     .Register(registry);
+  metrics->frames_ = &frames.Add({});
+  auto& characters = prometheus::BuildCounter()
+                         .Name("posewire_character_frames_total")
+                         .Help("Characters solved in session frames, by outcome")
+                         .Register(registry);
+  metrics->character_frames_ = &characters.Add({{"outcome", "ok"}});
+  metrics->character_errors_ = &characters.Add({{"outcome", "error"}});
+
+  auto& seconds = prometheus::BuildHistogram()
+                      .Name("posewire_operation_seconds")
+                      .Help("Wall time of one operation on one character")
+                      .Register(registry);
+  const prometheus::Histogram::BucketBoundaries buckets = {
+      1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 5e-3, 2e-2};
+  for (const std::string& op : SupportedOperations()) {
+    metrics->operation_seconds_[op] = &seconds.Add({{"op", op}}, buckets);
+  }
+  auto& sessions = prometheus::BuildGauge()
+                       .Name("posewire_active_sessions")
+                       .Help("Streaming sessions open now")
+                       .Register(registry);
+  metrics->active_sessions_ = &sessions.Add({});
+
+  if (!listen.empty()) {
+    try {
+      metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(absl::StrCat(
+          "--metrics_listen: cannot serve metrics on ", listen, ": ", e.what()));
+    }
+    metrics->exposer_->RegisterCollectable(metrics->registry_);
+    const std::vector<int> ports = metrics->exposer_->GetListeningPorts();
+    metrics->port_ = ports.empty() ? 0 : ports.front();
+  }
+  return metrics;
+}
+
+void Metrics::CountCall(absl::string_view rpc, absl::StatusCode code) {
+  auto it = calls_.find(rpc);
+  const int index = static_cast<int>(code);
+  if (it == calls_.end() || index < 0 || index >= kCodes) return;
+  it->second[index]->Increment();
+}
+
+void Metrics::CountFrame(int characters, int errors) {
+  frames_->Increment();
+  character_frames_->Increment(characters - errors);
+  character_errors_->Increment(errors);
+}
+
+void Metrics::ObserveOperation(absl::string_view op, double seconds) {
+  auto it = operation_seconds_.find(op);
+  if (it != operation_seconds_.end()) it->second->Observe(seconds);
+}
+
+}  // namespace posewire::server

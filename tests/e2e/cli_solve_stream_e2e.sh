@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# Starts the real posewire-server on a free loopback port and drives it with
+# `posewire solve` and `posewire stream` on real assets:
+#   - solve the CMU walk at frame 10: JSON with 31 joints of finite numbers,
+#     the root translation equal to the file's frame-10 values;
+#   - the same pose as a one-frame BVH, read back by `posewire inspect` and
+#     solved again: the same rotations;
+#   - --ops_json with a blend op (checked against the blend computed here);
+#   - bad ops (unknown blend_root joint, a misspelt field): exit 1 with the
+#     server's (or the parser's) message;
+#   - a glTF rig (Fox.glb) by clip name;
+#   - `posewire stream` of 100 frames x 3 characters, and a crossfade stream,
+#     with zero errors;
+# then stops the server with SIGTERM and checks it exits 0.
+#
+# usage: cli_solve_stream_e2e.sh SERVER_BINARY CLI_BINARY DATA_DIR [PYTHON]
+# PYTHON (default /usr/bin/python3) only parses JSON with its standard library.
+set -euo pipefail
+
+server_bin=$1
+cli_bin=$2
+data_dir=$3
+python=${4:-/usr/bin/python3}
+walk=$data_dir/cmu_131_01_walk.bvh
+work=$(mktemp -d)
+server_pid=
+cleanup() {
+  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -KILL "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  echo "--- server log ---" >&2
+  cat "$work/server.log" >&2 || true
+  exit 1
+}
+
+# expect_contains LABEL TEXT NEEDLE
+expect_contains() {
+  grep -qF -- "$3" <<<"$2" || fail "$1: expected to find '$3' in:
+$2"
+}
+
+# check_json LABEL PYTHON_CODE ARGS...: runs the code with the JSON files in
+# sys.argv; it raises (exit non-zero) on a failed check.
+check_json() {
+  local label=$1 code=$2
+  shift 2
+  "$python" -c "$code" "$@" >"$work/check.out" 2>&1 ||
+    fail "$label: $(cat "$work/check.out")"
+}
+
+"$server_bin" --listen=127.0.0.1:0 --threads=2 >"$work/server.log" 2>&1 &
+server_pid=$!
+port=
+for _ in $(seq 1 100); do
+  port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]\+\).*/\1/p' "$work/server.log" | head -1)
+  [[ -n $port ]] && break
+  kill -0 "$server_pid" 2>/dev/null || fail "server exited during start-up"
+  sleep 0.1
+done
+[[ -n $port ]] || fail "server did not report its port within 10 s"
+addr=127.0.0.1:$port
+
+# Shared JSON checks: every joint has 3 + 4 + 3 finite numbers (the CLI
+# prints null for a non-finite one) and a unit rotation.
+read -r -d '' common_py <<'EOF' || true
+import json, math, sys
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+def check_pose(doc, joints):
+    assert len(doc["joints"]) == joints, len(doc["joints"])
+    for j in doc["joints"]:
+        for key, n in (("translation", 3), ("rotation", 4), ("scale", 3)):
+            v = j[key]
+            assert len(v) == n, (j["name"], key, v)
+            assert all(isinstance(x, (int, float)) and math.isfinite(x)
+                       for x in v), (j["name"], key, v)
+        norm = math.sqrt(sum(x * x for x in j["rotation"]))
+        assert abs(norm - 1) < 1e-3, (j["name"], norm)
+def joint(doc, name):
+    return next(j for j in doc["joints"] if j["name"] == name)
+def same_rotation(a, b, tol=1e-4):
+    return abs(sum(x * y for x, y in zip(a, b))) > 1 - tol
+EOF
+
+# 1. Solve the walk at frame 10, as JSON.
+"$cli_bin" solve "$walk" --server="$addr" --frame=10 --out="$work/f10.json" ||
+  fail "solve --frame=10 failed"
+check_json "solve walk json" "$common_py
+doc = load(sys.argv[1])
+check_pose(doc, 31)
+assert doc['clip'] == 'cmu_131_01_walk', doc['clip']
+assert doc['joints'][0]['name'] == 'Hips' and doc['joints'][0]['parent'] == -1
+assert [op['op'] for op in doc['ops']] == ['sample_clip'], doc['ops']
+assert len(doc['skeleton_hash']) == 64
+# The root translation is the file's frame-10 position channels.
+lines = open(sys.argv[2]).read().splitlines()
+first = next(i for i, l in enumerate(lines) if l.startswith('Frame Time')) + 1
+expected = [float(x) for x in lines[first + 10].split()[:3]]
+got = doc['joints'][0]['translation']
+assert all(abs(a - b) < 1e-4 for a, b in zip(got, expected)), (got, expected)
+" "$work/f10.json" "$walk"
+
+# 2. The same pose as a one-frame BVH, inspected and solved again.
+"$cli_bin" solve "$walk" --server="$addr" --frame=10 --format=bvh \
+  --out="$work/f10.bvh" || fail "solve --format=bvh failed"
+inspect=$("$cli_bin" inspect "$work/f10.bvh") || fail "inspect of the written BVH failed"
+expect_contains "inspect written bvh" "$inspect" "31 joints, 1 clip"
+expect_contains "inspect written bvh" "$inspect" "LeftKnee"
+"$cli_bin" solve "$work/f10.bvh" --server="$addr" --out="$work/f10_again.json" ||
+  fail "solve of the written BVH failed"
+check_json "bvh round trip" "$common_py
+a, b = load(sys.argv[1]), load(sys.argv[2])
+check_pose(b, 31)
+for ja, jb in zip(a['joints'], b['joints']):
+    assert ja['name'] == jb['name'], (ja['name'], jb['name'])
+    assert same_rotation(ja['rotation'], jb['rotation']), ja['name']
+assert all(abs(x - y) < 1e-4 for x, y in
+           zip(a['joints'][0]['translation'], b['joints'][0]['translation']))
+" "$work/f10.json" "$work/f10_again.json"
+
+# 3. --ops_json: blend the left leg halfway to the rest pose; the rest of the
+# body keeps the sampled pose (base_layer 0) bit for bit.
+cat >"$work/blend.json" <<'EOF'
+[
+  {"blend": {
+    "layers": [
+      {"source": {"current": true}, "weight": 0.5},
+      {"source": {"rest": true}, "weight": 0.5}
+    ],
+    "base_layer": 0,
+    "blend_root": "LeftHip"
+  }}
+]
+EOF
+"$cli_bin" solve "$walk" --server="$addr" --frame=10 --ops_json="$work/blend.json" \
+  --out="$work/blend_out.json" || fail "solve with a blend op failed"
+check_json "blend op" "$common_py
+plain, blended = load(sys.argv[1]), load(sys.argv[2])
+check_pose(blended, 31)
+assert [op['op'] for op in blended['ops']] == ['sample_clip', 'blend'], blended['ops']
+for name in ('RightKnee', 'Hips', 'Chest'):
+    assert joint(blended, name) == joint(plain, name), name
+# LeftKnee: current and the identity rest rotation, the identity flipped onto
+# the current rotation's hemisphere, summed and normalised.
+q = joint(plain, 'LeftKnee')['rotation']
+s = 1.0 if q[3] >= 0 else -1.0
+e = [0.5 * q[0], 0.5 * q[1], 0.5 * q[2], 0.5 * q[3] + 0.5 * s]
+n = math.sqrt(sum(x * x for x in e))
+e = [x / n for x in e]
+got = joint(blended, 'LeftKnee')['rotation']
+assert same_rotation(got, e, 1e-6), (got, e)
+assert not same_rotation(got, q, 1e-6), 'LeftKnee did not blend'
+" "$work/f10.json" "$work/blend_out.json"
+
+# 4. Bad ops: an unknown joint is the server's INVALID_ARGUMENT, exit 1.
+cat >"$work/bad_joint.json" <<'EOF'
+[{"blend": {"layers": [{"source": {"rest": true}, "weight": 1}],
+            "blend_root": "NoSuchJoint"}}]
+EOF
+status=0
+bad=$("$cli_bin" solve "$walk" --server="$addr" --ops_json="$work/bad_joint.json" 2>&1) ||
+  status=$?
+[[ $status -eq 1 ]] || fail "bad blend_root: expected exit 1, got $status: $bad"
+expect_contains "bad blend_root" "$bad" "INVALID_ARGUMENT"
+expect_contains "bad blend_root" "$bad" "blend_root"
+expect_contains "bad blend_root" "$bad" "NoSuchJoint"
+
+# A misspelt field is caught by the JSON parser, naming the file.
+echo '[{"blend": {"layerz": []}}]' >"$work/typo.json"
+status=0
+bad=$("$cli_bin" solve "$walk" --server="$addr" --ops_json="$work/typo.json" 2>&1) ||
+  status=$?
+[[ $status -eq 1 ]] || fail "typo: expected exit 1, got $status: $bad"
+expect_contains "typo" "$bad" "typo.json"
+expect_contains "typo" "$bad" "layerz"
+
+# An unknown clip name lists the clips there are.
+status=0
+bad=$("$cli_bin" solve "$walk" --server="$addr" --clip=nope 2>&1) || status=$?
+[[ $status -eq 1 ]] || fail "unknown clip: expected exit 1, got $status: $bad"
+expect_contains "unknown clip" "$bad" "cmu_131_01_walk"
+
+# 4b. Any op the server implements goes through --ops_json unchanged: when it
+# lists two_bone_ik, the left ankle reaches a reachable target.
+info=$("$cli_bin" info --server="$addr") || fail "posewire info failed"
+if grep -q "two_bone_ik" <<<"$info"; then
+  cat >"$work/ik.json" <<'EOF'
+[{"two_bone_ik": {"start_joint": "LeftHip", "mid_joint": "LeftKnee",
+  "end_joint": "LeftAnkle", "target": {"x": 8, "y": 4, "z": -30},
+  "pole_vector": {"x": 0, "y": 0, "z": 1}}}]
+EOF
+  "$cli_bin" solve "$walk" --server="$addr" --time=0.5 --ops_json="$work/ik.json" \
+    --model_pose --out="$work/ik_out.json" || fail "solve with two_bone_ik failed"
+  check_json "two_bone_ik" "$common_py
+doc = load(sys.argv[1])
+check_pose(doc, 31)
+assert [op['op'] for op in doc['ops']] == ['sample_clip', 'two_bone_ik'], doc['ops']
+assert doc['ops'][1]['reached'] is True, doc['ops'][1]
+ankle = next(j for j in doc['model_pose'] if j['name'] == 'LeftAnkle')
+target = (8, 4, -30)
+assert math.dist(ankle['translation'], target) < 1e-3, ankle['translation']
+" "$work/ik_out.json"
+fi
+
+# 5. A glTF rig, by clip name, with the model-space pose.
+"$cli_bin" solve "$data_dir/Fox.glb" --server="$addr" --clip=Survey --time=0.5 \
+  --model_pose --out="$work/fox.json" || fail "solve Fox.glb failed"
+check_json "fox" "$common_py
+doc = load(sys.argv[1])
+check_pose(doc, 24)
+assert doc['clip'] == 'Survey'
+assert len(doc['model_pose']) == 24
+" "$work/fox.json"
+
+# 6. Streams: 100 frames x 3 characters as fast as answers come, then a
+# crossfade-driven one at 200 Hz.
+stream=$("$cli_bin" stream "$walk" --server="$addr" --frames=100 --characters=3 \
+  --rate=0 --print_every=10 2>&1) || fail "stream failed: $stream"
+expect_contains "stream" "$stream" "frames:      100 sent, 100 answered"
+expect_contains "stream" "$stream" "characters:  3 per frame, 300 solved"
+expect_contains "stream" "$stream" "errors:      0"
+expect_contains "stream" "$stream" "latency_us:  p50="
+expect_contains "stream" "$stream" "frame 91: 3/3 ok"
+stream=$("$cli_bin" stream "$walk" --server="$addr" --frames=30 --characters=2 \
+  --rate=200 --playback=crossfade --ops_json="$work/blend.json" --print_every=0 2>&1) ||
+  fail "crossfade stream failed: $stream"
+expect_contains "crossfade stream" "$stream" "characters:  2 per frame, 60 solved"
+expect_contains "crossfade stream" "$stream" "errors:      0"
+# A bad op fails the characters (or the rig, should the server check rigs
+# when they are registered): exit 1 with the server's message.
+status=0
+stream=$("$cli_bin" stream "$walk" --server="$addr" --frames=3 --rate=0 \
+  --ops_json="$work/bad_joint.json" 2>&1) || status=$?
+[[ $status -eq 1 ]] || fail "bad stream: expected exit 1, got $status: $stream"
+expect_contains "bad stream" "$stream" "NoSuchJoint"
+
+kill -TERM "$server_pid"
+status=0
+wait "$server_pid" || status=$?
+server_pid=
+[[ $status -eq 0 ]] || fail "server exited with $status after SIGTERM"
+echo "PASS: posewire solve and stream against the server on $addr"

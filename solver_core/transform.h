@@ -46,14 +46,27 @@ struct Transform {
 };
 
 // parent * child: the child's transform expressed in the parent's space.
-Transform Combine(const Transform& parent, const Transform& child);
+// Inline: forward kinematics calls it once per joint.
+inline Transform Combine(const Transform& parent, const Transform& child) {
+  Transform out;
+  out.translation = parent.TransformPoint(child.translation);
+  out.rotation = parent.rotation * child.rotation;
+  out.scale = parent.scale.cwiseProduct(child.scale);
+  return out;
+}
 
 // inverse(parent) * model (seed 000 appendix: a joint's local transform from
 // its own and its parent's model-space transforms). The exact inverse of
 // Combine: LocalFromModel(p, Combine(p, l)) == l up to rounding, provided no
 // scale component of p is zero.
-Transform LocalFromModel(const Transform& parent_model,
-                         const Transform& model);
+inline Transform LocalFromModel(const Transform& parent_model,
+                                const Transform& model) {
+  Transform out;
+  out.translation = parent_model.InverseTransformPoint(model.translation);
+  out.rotation = parent_model.rotation.conjugate() * model.rotation;
+  out.scale = model.scale.cwiseQuotient(parent_model.scale);
+  return out;
+}
 
 // True when every component of the transform is finite.
 bool IsFinite(const Transform& t);

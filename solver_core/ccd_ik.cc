@@ -1,0 +1,277 @@
+#include "solver_core/ccd_ik.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "solver_core/pose.h"
+
+namespace posewire {
+namespace {
+
+constexpr float kPi = static_cast<float>(EIGEN_PI);
+// Effector and target directions closer than this (sine of the angle) are
+// treated as collinear: CCD's rotation axis is then noise.
+constexpr float kCollinearSine = 1e-4f;
+
+Eigen::Quaternionf Normalized(const Eigen::Quaternionf& q) {
+  return Eigen::Quaternionf(q.coeffs() * (1.0f / q.coeffs().norm()));
+}
+
+float WrapPi(float a) { return std::remainder(a, 2.0f * kPi); }
+
+bool Collinear(const Eigen::Vector3f& a, const Eigen::Vector3f& b) {
+  const float ab = a.norm() * b.norm();
+  return ab > 0.0f && a.cross(b).norm() <= kCollinearSine * ab;
+}
+
+// Welman's fixed-axis step for heuristic (1): the rotation about `axis`
+// (unit, model space) that turns `to_effector` (from the joint) so the
+// effector lands at `distance` from the previous chain joint, which sits at
+// -`from_parent` from the joint. Solves
+//   |from_parent + R(theta) to_effector| = distance
+// i.e. A cos(theta) + B sin(theta) = C; when no angle gives the distance
+// exactly, the nearest one.
+Eigen::Quaternionf FixedAxisStep(const Eigen::Vector3f& axis,
+                                 const Eigen::Vector3f& from_parent,
+                                 const Eigen::Vector3f& to_effector,
+                                 float distance) {
+  const Eigen::Vector3f e_par = axis * axis.dot(to_effector);
+  const Eigen::Vector3f e_perp = to_effector - e_par;
+  const Eigen::Vector3f e_side = axis.cross(to_effector);
+  const float a = from_parent.dot(e_perp);
+  const float b = from_parent.dot(e_side);
+  const float c = 0.5f * (distance * distance - from_parent.squaredNorm() -
+                          to_effector.squaredNorm()) -
+                  from_parent.dot(e_par);
+  const float rho = std::sqrt(a * a + b * b);
+  if (!(rho > 1e-20f)) return Eigen::Quaternionf::Identity();
+  const float alpha = std::acos(std::clamp(c / rho, -1.0f, 1.0f));
+  const float phi = std::atan2(b, a);
+  const float t1 = WrapPi(phi + alpha);
+  const float t2 = WrapPi(phi - alpha);
+  float theta;
+  if (std::fabs(std::fabs(t1) - std::fabs(t2)) <= 1e-6f) {
+    theta = std::max(t1, t2);
+  } else {
+    theta = std::fabs(t1) < std::fabs(t2) ? t1 : t2;
+  }
+  return Eigen::Quaternionf(Eigen::AngleAxisf(theta, axis));
+}
+
+}  // namespace
+
+absl::Status CcdIkJob::Validate() const {
+  if (skeleton == nullptr) {
+    return absl::InvalidArgumentError("ccd_ik.skeleton: not set");
+  }
+  if (absl::Status s = ValidatePose(*skeleton, input, "ccd_ik.input");
+      !s.ok()) {
+    return s;
+  }
+  if (static_cast<int>(output.size()) != skeleton->num_joints()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ccd_ik.output: ", output.size(), " transforms for a skeleton of ",
+        skeleton->num_joints(), " joints"));
+  }
+  if (absl::Status s = ValidateChain(*skeleton, chain, "ccd_ik.chain");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateFiniteVector(target, "ccd_ik.target"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ValidateIterations(max_iterations, "ccd_ik.max_iterations");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateTolerance(tolerance, "ccd_ik.tolerance");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateWeight(weight, "ccd_ik.weight"); !s.ok()) {
+    return s;
+  }
+  if (!joint_weights.empty()) {
+    if (joint_weights.size() != chain.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ccd_ik.joint_weights: ", joint_weights.size(),
+                       " weights for a chain of ", chain.size(), " joints"));
+    }
+    for (size_t i = 0; i < joint_weights.size(); ++i) {
+      if (std::isnan(joint_weights[i])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("ccd_ik.joint_weights[", i, "] (joint ", chain[i],
+                         " '", skeleton->joint_name(chain[i]), "'): NaN"));
+      }
+    }
+  }
+  if (!std::isfinite(max_step_angle) || max_step_angle < 0.0f) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ccd_ik.max_step_angle: ", max_step_angle,
+                     " must be finite and >= 0 (0: no cap)"));
+  }
+  if (absl::Status s =
+          ValidateJointLimits(*skeleton, limits, chain, "ccd_ik.limits");
+      !s.ok()) {
+    return s;
+  }
+  if (hinge_fallback &&
+      (!fallback_axis.allFinite() || !(fallback_axis.squaredNorm() > 1e-12f))) {
+    return absl::InvalidArgumentError(
+        "ccd_ik.fallback_axis: must be finite and nonzero");
+  }
+  if (nudge &&
+      (!std::isfinite(nudge_params.threshold) ||
+       nudge_params.threshold < 0.0f ||
+       !(nudge_params.fraction >= 0.0f && nudge_params.fraction <= 1.0f))) {
+    return absl::InvalidArgumentError(
+        "ccd_ik.nudge_params: threshold must be finite and >= 0, fraction "
+        "within [0, 1]");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CcdIkJob::Run() const {
+  if (absl::Status s = Validate(); !s.ok()) return s;
+  CopyPose(input, output);
+
+  IkChain c;
+  c.GatherChain(*skeleton, input, chain);
+  const int n = c.size();
+  const int tip = n - 1;
+  const float tol = ResolveTolerance(tolerance, *skeleton);
+  const float w = ClampWeight(weight);
+  IkResult res;
+
+  if (w == 0.0f) {
+    res.error = (target - c.position(tip)).norm();
+    res.reached = res.error <= tol;
+    if (result != nullptr) *result = res;
+    return absl::OkStatus();
+  }
+
+  // The input rotations, for the weight blend (output may alias input).
+  absl::InlinedVector<Eigen::Quaternionf, 16> before;
+  if (w < 1.0f) {
+    for (int i = 0; i < n; ++i) before.push_back(c.local(i).rotation);
+  }
+
+  // Bring limited joints inside their limits before measuring anything.
+  bool any_limit = false;
+  for (int i = 0; i < tip; ++i) {
+    if (const JointLimit* l = FindJointLimit(limits, chain[i])) {
+      c.set_local_rotation(i, ApplyJointLimit(*l, c.local(i).rotation));
+      any_limit = true;
+    }
+  }
+  if (any_limit) c.UpdateModel(0);
+
+  const LimitNudge* nudge_ptr = nudge ? &nudge_params : nullptr;
+  const Eigen::Vector3f fallback = fallback_axis.normalized();
+  Eigen::Vector3f tip_pos = c.position(tip);
+  // Squared distances inside the loop: no square root per step.
+  const float tol2 = tol * tol;
+  float err2 = (target - tip_pos).squaredNorm();
+  const Eigen::Vector3f root = c.position(0);
+  const float reach = (target - root).norm();
+
+  if (err2 > tol2 && max_iterations > 0) {
+    // A joint frozen by a zero weight cannot take part in straightening.
+    bool all_move = true;
+    for (int i = 0; i < tip; ++i) {
+      all_move &= joint_weights.empty() || joint_weights[i] > 0.0f;
+    }
+    if (!any_limit && max_step_angle == 0.0f && all_move &&
+        reach >= c.total_length()) {
+      // Out of reach: the answer is the straight chain toward the target.
+      absl::InlinedVector<Eigen::Vector3f, 16> line(n);
+      const Eigen::Vector3f dir = (target - root) / reach;
+      float along = 0.0f;
+      line[0] = root;
+      for (int i = 1; i < n; ++i) {
+        along += c.length(i);
+        line[i] = root + dir * along;
+      }
+      c.AlignChainTo(line);
+      res.iterations = 1;
+    } else {
+      bool done = false;
+      for (int it = 0; it < max_iterations && !done; ++it) {
+        res.iterations = it + 1;
+        if (it > 0) {
+          // Each sweep goes tip to root, so a joint's own transform and its
+          // ancestors' stay valid within the sweep; only the effector is
+          // tracked incrementally and refreshed here.
+          c.UpdateModel(0);
+          tip_pos = c.position(tip);
+        }
+        const int first = incremental ? std::max(0, n - 3 - it) : 0;
+        for (int i = tip - 1; i >= first; --i) {
+          const float wi =
+              joint_weights.empty() ? 1.0f : ClampWeight(joint_weights[i]);
+          if (wi == 0.0f) continue;
+          const Eigen::Vector3f p = c.position(i);
+          const Eigen::Quaternionf r = c.rotation(i);
+          const Eigen::Vector3f to_effector = tip_pos - p;
+          const Eigen::Vector3f to_goal = target - p;
+          const JointLimit* limit = FindJointLimit(limits, chain[i]);
+
+          Eigen::Quaternionf step;
+          if (hinge_fallback && i > 0 && Collinear(to_effector, to_goal)) {
+            const Eigen::Vector3f local_axis =
+                limit != nullptr && limit->type == JointLimitType::kHinge
+                    ? limit->axis
+                    : fallback;
+            const Eigen::Vector3f& parent_pos = c.position(i - 1);
+            step = FixedAxisStep((r * local_axis).normalized(), p - parent_pos,
+                                 to_effector, (target - parent_pos).norm());
+          } else {
+            step = FromToRotation(to_effector, to_goal);
+          }
+          if (wi < 1.0f) {
+            step = Eigen::Quaternionf::Identity().slerp(wi, step);
+          }
+          if (max_step_angle > 0.0f) {
+            step = ClampRotationAngle(step, max_step_angle);
+          }
+          Eigen::Quaternionf r_new = step * r;
+          if (limit != nullptr) {
+            const Eigen::Quaternionf rp = c.parent_rotation(i);
+            const Eigen::Quaternionf local = ApplyJointLimit(
+                *limit, Normalized(rp.conjugate() * r_new), nudge_ptr);
+            c.set_local_rotation(i, local);
+            r_new = Normalized(rp * local);
+            c.set_model_rotation(i, r_new);
+            step = r_new * r.conjugate();
+          } else {
+            c.SetModelRotation(i, r_new);
+          }
+          tip_pos = p + step * (tip_pos - p);
+          err2 = (target - tip_pos).squaredNorm();
+          if (err2 <= tol2) {
+            done = true;
+            break;
+          }
+        }
+      }
+    }
+  }
+
+  c.ScatterRotations(output);
+  if (w < 1.0f) {
+    BlendIkRotations(before, chain, w, output);
+    for (int i = 0; i < n; ++i) {
+      c.set_local_rotation(i, output[chain[i]].rotation);
+    }
+  }
+  // Report the error of the pose actually returned.
+  c.UpdateModel(0);
+  res.error = (target - c.position(tip)).norm();
+  res.reached = res.error <= tol;
+  if (result != nullptr) *result = res;
+  return absl::OkStatus();
+}
+
+}  // namespace posewire

@@ -1,0 +1,147 @@
+// Test helpers for the chain IK tests: chain skeletons, and forward
+// kinematics written independently of solver_core (4x4 matrices
+// T * R * S multiplied down the hierarchy), so tests never check a solver
+// against the code it is built from.
+#ifndef POSEWIRE_TESTS_CORE_CHAIN_IK_TEST_UTIL_H_
+#define POSEWIRE_TESTS_CORE_CHAIN_IK_TEST_UTIL_H_
+
+#include <Eigen/Geometry>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "solver_core/skeleton.h"
+#include "solver_core/transform.h"
+
+namespace posewire::testing_util {
+
+inline constexpr float kPi = 3.14159265358979f;
+
+// Model-space matrices of every joint: M[j] = M[parent] * T * R * S.
+inline std::vector<Eigen::Matrix4f> MatrixFk(
+    const Skeleton& skeleton, const std::vector<Transform>& pose) {
+  std::vector<Eigen::Matrix4f> m(pose.size());
+  for (int j = 0; j < skeleton.num_joints(); ++j) {
+    Eigen::Matrix4f local = Eigen::Matrix4f::Identity();
+    const Eigen::Matrix3f r = pose[j].rotation.normalized().toRotationMatrix();
+    local.topLeftCorner<3, 3>() = r * pose[j].scale.asDiagonal();
+    local.topRightCorner<3, 1>() = pose[j].translation;
+    const int p = skeleton.parent(j);
+    m[j] = p == kNoParent ? local : Eigen::Matrix4f(m[p] * local);
+  }
+  return m;
+}
+
+inline std::vector<Eigen::Vector3f> FkPositions(
+    const Skeleton& skeleton, const std::vector<Transform>& pose) {
+  std::vector<Eigen::Vector3f> out;
+  for (const Eigen::Matrix4f& m : MatrixFk(skeleton, pose)) {
+    out.push_back(m.topRightCorner<3, 1>());
+  }
+  return out;
+}
+
+// Model rotation of every joint (uniform scale assumed: columns normalised).
+inline std::vector<Eigen::Quaternionf> FkRotations(
+    const Skeleton& skeleton, const std::vector<Transform>& pose) {
+  std::vector<Eigen::Quaternionf> out;
+  for (const Eigen::Matrix4f& m : MatrixFk(skeleton, pose)) {
+    Eigen::Matrix3f r = m.topLeftCorner<3, 3>();
+    for (int c = 0; c < 3; ++c) r.col(c).normalize();
+    out.push_back(Eigen::Quaternionf(r));
+  }
+  return out;
+}
+
+// Rotation angle of a unit quaternion, in [0, pi].
+inline float AngleOf(const Eigen::Quaternionf& q) {
+  return 2.0f * std::atan2(q.vec().norm(), std::fabs(q.w()));
+}
+
+// Angle between two rotations.
+inline float AngleBetween(const Eigen::Quaternionf& a,
+                          const Eigen::Quaternionf& b) {
+  return AngleOf(a.conjugate() * b);
+}
+
+inline Eigen::Quaternionf RandomRotation(std::mt19937& rng, float max_angle) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  Eigen::Vector3f axis;
+  do {
+    axis = Eigen::Vector3f(u(rng), u(rng), u(rng));
+  } while (axis.norm() < 0.1f || axis.norm() > 1.0f);
+  const float angle = max_angle * 0.5f * (u(rng) + 1.0f);
+  return Eigen::Quaternionf(Eigen::AngleAxisf(angle, axis.normalized()));
+}
+
+inline bool BitEqual(const std::vector<Transform>& a,
+                     const std::vector<Transform>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::memcmp(a[i].translation.data(), b[i].translation.data(),
+                    3 * sizeof(float)) != 0 ||
+        std::memcmp(a[i].rotation.coeffs().data(),
+                    b[i].rotation.coeffs().data(), 4 * sizeof(float)) != 0 ||
+        std::memcmp(a[i].scale.data(), b[i].scale.data(), 3 * sizeof(float)) !=
+            0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A skeleton "base" -> "j1" -> ... -> "j<n>" with n = bones.size() + 1: a
+// root with a non-identity rotation and offset (so the chain's parent frame
+// is not the model frame), then chain joints whose local translations are
+// `bones` (j2 sits at bones[0] in j1's frame, ...) and whose rest rotations
+// are non-identity when `rotated_frames` (so joint frames differ from model
+// frames). Uniform `scale` on the base.
+inline Skeleton MakeChainSkeleton(const std::vector<Eigen::Vector3f>& bones,
+                                  bool rotated_frames = true,
+                                  float scale = 1.0f) {
+  SkeletonDesc desc;
+  Transform base;
+  base.translation = Eigen::Vector3f(0.3f, -0.2f, 0.5f);
+  if (rotated_frames) {
+    base.rotation = Eigen::Quaternionf(
+        Eigen::AngleAxisf(0.7f, Eigen::Vector3f(1, 2, 3).normalized()));
+  }
+  base.scale = Eigen::Vector3f::Constant(scale);
+  desc.joint_names.push_back("base");
+  desc.parents.push_back(kNoParent);
+  desc.rest_pose.push_back(base);
+  std::mt19937 rng(7);
+  for (size_t i = 0; i <= bones.size(); ++i) {
+    Transform t;
+    t.translation = i == 0 ? Eigen::Vector3f(0.1f, 0.2f, -0.1f) : bones[i - 1];
+    if (rotated_frames) t.rotation = RandomRotation(rng, 0.6f);
+    desc.joint_names.push_back(absl::StrCat("j", i + 1));
+    desc.parents.push_back(static_cast<int>(i));
+    desc.rest_pose.push_back(t);
+  }
+  return *Skeleton::Create(std::move(desc));
+}
+
+// Chain indices 1..n of MakeChainSkeleton.
+inline std::vector<int> ChainIndices(int n) {
+  std::vector<int> c;
+  for (int i = 1; i <= n; ++i) c.push_back(i);
+  return c;
+}
+
+// Sum of |p[i+1] - p[i]| along a chain.
+inline float ChainLength(const std::vector<Eigen::Vector3f>& positions,
+                         const std::vector<int>& chain) {
+  float l = 0.0f;
+  for (size_t i = 1; i < chain.size(); ++i) {
+    l += (positions[chain[i]] - positions[chain[i - 1]]).norm();
+  }
+  return l;
+}
+
+}  // namespace posewire::testing_util
+
+#endif  // POSEWIRE_TESTS_CORE_CHAIN_IK_TEST_UTIL_H_

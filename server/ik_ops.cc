@@ -9,6 +9,7 @@
 #include "solver_core/aim_ik.h"
 #include "solver_core/ccd_ik.h"
 #include "solver_core/fabrik_ik.h"
+#include "solver_core/full_body_ccd.h"
 #include "solver_core/ik_chain.h"
 #include "solver_core/joint_limits.h"
 #include "solver_core/local_to_model.h"
@@ -435,6 +436,61 @@ absl::Status RunFabrikTreeIk(IkOpContext& ctx, const v1::FabrikTreeIkOp& op) {
   job.tolerance = *tolerance;
   if (op.has_weight()) job.weight = op.weight();
   job.limits = *limits;
+  job.output = absl::MakeSpan(ctx.pose);
+  IkResult result;
+  job.result = &result;
+  if (absl::Status s = job.Run(); !s.ok()) return Prefixed(ctx.field, s);
+  Report(result, ctx.result);
+  return absl::OkStatus();
+}
+
+absl::Status RunFullBodyCcd(IkOpContext& ctx, const v1::FullBodyCcdOp& op) {
+  const Skeleton& skeleton = ctx.skeleton;
+  std::vector<FullBodyCcdEffector> effectors;
+  for (int i = 0; i < op.effectors_size(); ++i) {
+    const v1::FullBodyCcdEffector& e = op.effectors(i);
+    const std::string where = absl::StrCat(ctx.field, ".effectors[", i, "]");
+    auto joint = JointIndex(skeleton, e.joint(), absl::StrCat(where, ".joint"));
+    if (!joint.ok()) return joint.status();
+    auto target = RequiredVec3(e.has_target(), e.target(),
+                               absl::StrCat(where, ".target"));
+    if (!target.ok()) return target.status();
+    auto offset = Vec3FromProto(e.offset(), absl::StrCat(where, ".offset"));
+    if (!offset.ok()) return offset.status();
+    FullBodyCcdEffector effector;
+    effector.joint = *joint;
+    effector.offset = *offset;
+    effector.target = *target;
+    if (e.has_weight()) effector.weight = e.weight();
+    effectors.push_back(effector);
+  }
+  auto iterations = Iterations(op.has_max_iterations(), op.max_iterations(),
+                               ctx.max_iterations,
+                               absl::StrCat(ctx.field, ".max_iterations"));
+  if (!iterations.ok()) return iterations.status();
+  auto tolerance =
+      ToleranceFromProto(op.tolerance(), absl::StrCat(ctx.field, ".tolerance"));
+  if (!tolerance.ok()) return tolerance.status();
+  auto limits = LimitsFromProto(skeleton, op.limits(),
+                                absl::StrCat(ctx.field, ".limits"));
+  if (!limits.ok()) return limits.status();
+  auto translation = JointIndex(skeleton, op.translation_joint(),
+                                absl::StrCat(ctx.field, ".translation_joint"),
+                                /*allow_empty=*/true);
+  if (!translation.ok()) return translation.status();
+
+  const LocalPose input = ctx.pose;
+  FullBodyCcdJob job;
+  job.skeleton = &skeleton;
+  job.input = input;
+  job.effectors = effectors;
+  job.max_iterations = *iterations;
+  job.tolerance = *tolerance;
+  if (op.has_weight()) job.weight = op.weight();
+  job.joint_weights = op.joint_weights();
+  job.limits = *limits;
+  job.nudge = op.nudge();
+  job.translation_joint = *translation;
   job.output = absl::MakeSpan(ctx.pose);
   IkResult result;
   job.result = &result;

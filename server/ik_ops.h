@@ -27,6 +27,7 @@ absl::Status RunAimIk(IkOpContext& ctx, const v1::AimIkOp& op);
 absl::Status RunCcdIk(IkOpContext& ctx, const v1::CcdIkOp& op);
 absl::Status RunFabrikIk(IkOpContext& ctx, const v1::FabrikIkOp& op);
 absl::Status RunFabrikTreeIk(IkOpContext& ctx, const v1::FabrikTreeIkOp& op);
+absl::Status RunFullBodyCcd(IkOpContext& ctx, const v1::FullBodyCcdOp& op);
 
 }  // namespace posewire::server
 

@@ -309,7 +309,7 @@ absl::Status RunValidate(OpContext& ctx, const v1::ValidateOp& op) {
 const std::vector<std::string>& SupportedOperations() {
   static const auto* names = new std::vector<std::string>{
       "sample_clip", "blend",     "additive",  "crossfade",      "two_bone_ik",
-      "aim_ik",      "ccd_ik",    "fabrik_ik", "fabrik_tree_ik", "full_body_biped_ik", "spring_bones",
+      "aim_ik",      "ccd_ik",    "fabrik_ik", "fabrik_tree_ik", "full_body_biped_ik", "full_body_ccd", "spring_bones",
       "validate"};
   return *names;
 }
@@ -470,6 +470,14 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
         IkOpContext ik{*input.skeleton, ctx.field,
                        input.limits.max_solver_iterations, pose, *result};
         status = RunFullBodyBipedIk(ik, op.full_body_biped_ik());
+        break;
+      }
+      case v1::Operation::kFullBodyCcd: {
+        result->set_op("full_body_ccd");
+        ctx.field = absl::StrCat(base, ".full_body_ccd");
+        IkOpContext ik{*input.skeleton, ctx.field,
+                       input.limits.max_solver_iterations, pose, *result};
+        status = RunFullBodyCcd(ik, op.full_body_ccd());
         break;
       }
       case v1::Operation::kSpringBones: {

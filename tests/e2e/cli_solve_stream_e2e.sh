@@ -54,6 +54,7 @@ check_json() {
     fail "$label: $(cat "$work/check.out")"
 }
 
+: >"$work/server.log"  # exists before the server writes, so polling never races
 "$server_bin" --listen=127.0.0.1:0 --threads=2 >"$work/server.log" 2>&1 &
 server_pid=$!
 port=

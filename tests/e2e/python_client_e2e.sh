@@ -33,6 +33,7 @@ fail() {
 [[ -f $stubs_dir/posewire/v1/posewire_pb2.py ]] ||
   fail "no generated stubs in $stubs_dir (build the posewire_python target)"
 
+: >"$work/server.log"  # exists before the server writes, so polling never races
 "$server_bin" --listen=127.0.0.1:0 --threads=2 >"$work/server.log" 2>&1 &
 server_pid=$!
 port=

@@ -33,6 +33,7 @@ $2"
 }
 
 # Port 0: the server picks a free port and logs it; no race for a fixed one.
+: >"$work/server.log"  # exists before the server writes, so polling never races
 "$server_bin" --listen=127.0.0.1:0 --threads=2 --max_joints=333 \
   >"$work/server.log" 2>&1 &
 server_pid=$!

@@ -10,6 +10,7 @@
 
 #include "solver_core/ccd_ik.h"
 #include "solver_core/fabrik_ik.h"
+#include "solver_core/full_body_ccd.h"
 #include "solver_core/local_to_model.h"
 #include "solver_core/sampling_job.h"
 #include "solver_core/two_bone_ik.h"
@@ -277,6 +278,95 @@ TEST_F(IkServiceTest, FullBodyBiped_HandsAndFeetReachTargetsFromAnotherFrame) {
     // Limbs are about 14 units long: 1e-3 of limb length.
     EXPECT_LT((Eigen::Vector3f(p[0], p[1], p[2]) - target).norm(), 0.014f)
         << joint;
+  }
+}
+
+TEST_F(IkServiceTest, FullBodyCcd_MatchesTheCoreAndGetsCloserToItsTargets) {
+  const ModelPose now = Model(SampleWalk(1.0f));
+  const ModelPose later = Model(SampleWalk(1.3f));
+  const Eigen::Vector3f offset = now[0].translation - later[0].translation;
+  v1::SolveRequest request = Request();
+  v1::FullBodyCcdOp* op =
+      request.mutable_characters(0)->add_ops()->mutable_full_body_ccd();
+  std::vector<FullBodyCcdEffector> core_effectors;
+  for (const char* joint : {"LeftWrist", "RightWrist", "LeftAnkle", "RightAnkle"}) {
+    const Eigen::Vector3f target = later[Joint(joint)].translation + offset;
+    v1::FullBodyCcdEffector* e = op->add_effectors();
+    e->set_joint(joint);
+    *e->mutable_target() = ToVec3(target);
+    FullBodyCcdEffector core;
+    core.joint = Joint(joint);
+    core.target = target;
+    core_effectors.push_back(core);
+  }
+  op->set_max_iterations(10);
+  v1::SolveResponse response;
+  grpc::Status status = Call(request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+
+  const LocalPose input = SampleWalk(1.0f);
+  LocalPose expected = input;
+  FullBodyCcdJob job;
+  job.skeleton = &Walk().skeleton;
+  job.input = input;
+  job.effectors = core_effectors;
+  job.max_iterations = 10;
+  job.output = absl::MakeSpan(expected);
+  IkResult result;
+  job.result = &result;
+  ASSERT_TRUE(job.Run().ok());
+  EXPECT_TRUE(BitIdentical(response.characters(0).pose(), Packed(expected)));
+  EXPECT_EQ(response.characters(0).ops(0).error(), result.error);
+
+  // Independently: the worst effector error shrank from the input pose.
+  float before = 0.0f;
+  for (const FullBodyCcdEffector& e : core_effectors) {
+    before = std::max(before, (now[e.joint].translation - e.target).norm());
+  }
+  EXPECT_LT(response.characters(0).ops(0).error(), before);
+}
+
+TEST(IkDeterminismTest, SameRequestGivesTheSameBitsOnServersWithOneOrFourThreads) {
+  // A mixed pipeline (sample, two-bone, CCD, spring) on 8 characters, solved
+  // by two independently started servers with different thread counts.
+  v1::SolveRequest request;
+  request.set_dt(1.0f / 60.0f);
+  *request.add_clips() = ServiceTest::WalkClipForTests();
+  for (int i = 0; i < 8; ++i) {
+    v1::CharacterInput* c = request.add_characters();
+    *c->mutable_skeleton()->mutable_skeleton() = ServiceTest::WalkSkeletonForTests();
+    v1::Operation* sample = c->add_ops();
+    sample->mutable_sample_clip()->mutable_sample()->set_clip("walk");
+    sample->mutable_sample_clip()->mutable_sample()->set_time(0.37f * i);
+    v1::CcdIkOp* ccd = c->add_ops()->mutable_ccd_ik();
+    for (const char* n : {"LeftShoulder", "LeftElbow", "LeftWrist"}) ccd->add_chain(n);
+    *ccd->mutable_target() = ToVec3(Eigen::Vector3f(10.0f + i, 15.0f, 3.0f));
+    v1::SpringBonesOp* spring = c->add_ops()->mutable_spring_bones();
+    spring->mutable_rig()->add_root_joints("RightShoulder");
+    spring->mutable_gravity()->set_y(-98.0f);
+  }
+  std::vector<v1::SolveResponse> responses;
+  for (int threads : {1, 4}) {
+    ServerConfig config;
+    config.listen = "127.0.0.1:0";
+    config.threads = threads;
+    auto server = PosewireServer::Start(config);
+    ASSERT_TRUE(server.ok()) << server.status();
+    auto stub = v1::PoseWire::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", (*server)->port()),
+        grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    responses.emplace_back();
+    grpc::Status status = stub->Solve(&context, request, &responses.back());
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  ASSERT_EQ(responses[0].characters_size(), 8);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_TRUE(BitIdentical(responses[0].characters(i).pose(),
+                             Floats(responses[1].characters(i).pose())))
+        << "character " << i;
+    EXPECT_EQ(responses[0].characters(i).state().at("spring_bones").dynamics(),
+              responses[1].characters(i).state().at("spring_bones").dynamics());
   }
 }
 

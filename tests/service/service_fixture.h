@@ -57,7 +57,7 @@ inline bool BitIdentical(const v1::Pose& pose,
 }
 
 class ServiceTest : public ::testing::Test {
- protected:
+ public:
   // Override to change the configuration before the server starts.
   virtual void Configure(ServerConfig& config) { (void)config; }
 
@@ -73,6 +73,11 @@ class ServiceTest : public ::testing::Test {
     stub_ = v1::PoseWire::NewStub(channel_);
   }
 
+  // For tests outside a fixture.
+  static v1::Skeleton WalkSkeletonForTests() { return WalkSkeleton(); }
+  static v1::Clip WalkClipForTests() { return WalkClip(); }
+
+ protected:
   static v1::Skeleton WalkSkeleton() {
     v1::Skeleton proto;
     SkeletonToProto(Walk().skeleton, &proto);

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The issue-8 load scenarios against real posewire-server processes, each run
+# RUNS times; prints the median of each figure as a Markdown table and keeps
+# every run's --json report in OUT.
+#
+#   bench/load/scenarios.sh BUILD_DIR [RUNS=3] [DURATION=10] [OUT=/tmp/posewire-load] \
+#     [SCENARIOS="batch interactive unary nginx"]
+#
+# batch:       stream, 100 characters per message, open loop (max throughput)
+# interactive: 200 streams, 1 character per message at 60 Hz each
+# unary:       one-shot Solve calls, 1 character, open loop
+# nginx:       batch through nginx (deploy/nginx/posewire.conf, grpc_pass)
+#              in front of two servers with 1 solver thread each
+# Every posewire-load run also runs the identical work in process (same
+# threads, same duration) and reports the ratio service/in-process.
+set -euo pipefail
+
+build=$(cd "$1" && pwd)
+runs=${2:-3}
+duration=${3:-10}
+out=${4:-/tmp/posewire-load}
+scenarios=${5:-batch interactive unary nginx}
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+server_bin=$build/server/posewire-server
+load_bin=$build/clients/posewire-load
+mkdir -p "$out"
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  pids=()
+}
+trap cleanup EXIT
+
+# start_server LISTEN THREADS LOG: starts a server, waits for its port and
+# sets $port (not printed: a $(...) subshell would lose the pid to clean up).
+start_server() {
+  "$server_bin" --listen="$1" --threads="$2" >"$3" 2>&1 &
+  pids+=($!)
+  port=
+  for _ in $(seq 1 100); do
+    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]\+\).*/\1/p' "$3" 2>/dev/null | head -1 || true)
+    [[ -n $port ]] && break
+    sleep 0.1
+  done
+  [[ -n $port ]] || { echo "server did not start: $(cat "$3")" >&2; exit 1; }
+}
+
+start_nginx() {
+  local prefix=$out/nginx
+  mkdir -p "$prefix"
+  cp "$repo/deploy/nginx/posewire.conf" "$prefix/posewire.conf"
+  nginx -p "$prefix" -c "$prefix/posewire.conf" &
+  pids+=($!)
+  for _ in $(seq 1 50); do
+    (exec 3<>/dev/tcp/127.0.0.1/50060) 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "nginx did not start: $(cat "$prefix/error.log")" >&2
+  exit 1
+}
+
+for scenario in $scenarios; do
+  for run in $(seq 1 "$runs"); do
+    json=$out/$scenario-$run.json
+    log=$out/$scenario-$run.log
+    case $scenario in
+      batch)
+        start_server 127.0.0.1:0 2 "$out/server.log"
+        args=(--mode=stream --streams=4 --characters=100 --rate=0) ;;
+      interactive)
+        start_server 127.0.0.1:0 2 "$out/server.log"
+        args=(--mode=stream --streams=200 --characters=1 --rate=60) ;;
+      unary)
+        start_server 127.0.0.1:0 2 "$out/server.log"
+        args=(--mode=unary --callers=4 --characters=1 --rate=0) ;;
+      nginx)
+        start_server 127.0.0.1:50061 1 "$out/server1.log"
+        start_server 127.0.0.1:50062 1 "$out/server2.log"
+        start_nginx
+        port=50060
+        # Four connections, so nginx's two workers both carry streams.
+        args=(--mode=stream --streams=4 --characters=100 --rate=0 --channels=4) ;;
+      *) echo "unknown scenario $scenario" >&2; exit 2 ;;
+    esac
+    cmd=("$load_bin" "--server=127.0.0.1:$port" "${args[@]}" --op_mix=fk_ik
+         --duration="$duration" --json="$json")
+    echo "== $scenario run $run: ${cmd[*]}"
+    "${cmd[@]}" >"$log" 2>&1 || echo "(posewire-load exited $?: errors)"
+    grep -E '^(service|in-process|ratio| )' "$log" || true
+    cleanup
+  done
+done
+
+# Medians over the runs.
+# shellcheck disable=SC2086  # one argument per scenario
+/usr/bin/python3 - "$out" "$runs" $scenarios <<'PY'
+import json, statistics, sys
+out, runs, scenarios = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+print()
+print("| scenario | service char-frames/s | msg/s | p50 us | p90 us | p99 us "
+      "| p99.9 us | max us | errors | sent = answered | in-process "
+      "char-frames/s | in-process p99 us | ratio |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for s in scenarios:
+    reports = [json.load(open(f"{out}/{s}-{r}.json")) for r in range(1, runs + 1)]
+    med = lambda f: statistics.median(f(r) for r in reports)
+    sv = lambda k: med(lambda r: r["service"][k])
+    lat = lambda k: med(lambda r: r["service"]["latency_us"][k])
+    errors = sum(r["service"]["error_count"] for r in reports)
+    balanced = all(r["service"]["sent"] == r["service"]["answered"] for r in reports)
+    print(f"| {s} | {sv('character_frames_per_second'):.0f} "
+          f"| {sv('messages_per_second'):.0f} | {lat('p50'):.0f} "
+          f"| {lat('p90'):.0f} | {lat('p99'):.0f} | {lat('p99_9'):.0f} "
+          f"| {lat('max'):.0f} | {errors} | {'yes' if balanced else 'NO'} "
+          f"| {med(lambda r: r['in_process']['character_frames_per_second']):.0f} "
+          f"| {med(lambda r: r['in_process']['latency_us']['p99']):.0f} "
+          f"| {med(lambda r: r['ratio']):.2f} |")
+PY

@@ -1,0 +1,294 @@
+#include "clients/load/workload.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "server/wire_convert.h"
+#include "solver_core/local_to_model.h"
+#include "solver_core/pose.h"
+#include "solver_core/sampling_job.h"
+
+namespace posewire::load {
+namespace {
+
+// Keeps the keys of `track` at or before `seconds`.
+template <typename T>
+void TrimTrack(Track<T>& track, float seconds) {
+  size_t keep = 0;
+  while (keep < track.times.size() && track.times[keep] <= seconds) ++keep;
+  if (keep == 0) return;  // first key beyond the cut: keep the track whole
+  const size_t per_key =
+      track.interpolation == Interpolation::kCubicSpline ? 3 : 1;
+  track.times.resize(keep);
+  track.values.resize(keep * per_key);
+}
+
+// The clip's first `seconds` (all of it for 0 or a longer span).
+Clip TrimClip(const Clip& clip, float seconds) {
+  if (seconds <= 0.0f || seconds >= clip.duration) return clip;
+  Clip out = clip;
+  float last = 0.0f;
+  for (JointTracks& tracks : out.tracks) {
+    TrimTrack(tracks.translation, seconds);
+    TrimTrack(tracks.rotation, seconds);
+    TrimTrack(tracks.scale, seconds);
+    for (const auto* times : {&tracks.translation.times, &tracks.rotation.times,
+                              &tracks.scale.times}) {
+      if (!times->empty()) last = std::max(last, times->back());
+    }
+  }
+  out.duration = std::max(seconds, last);
+  return out;
+}
+
+v1::Vec3 ToVec3(const Eigen::Vector3f& v) {
+  v1::Vec3 out;
+  out.set_x(v.x());
+  out.set_y(v.y());
+  out.set_z(v.z());
+  return out;
+}
+
+struct Limb {
+  int start, mid, end;
+  const char* names[3];
+  Eigen::Vector3f mid_axis;
+};
+
+class Builder {
+ public:
+  Builder(const ImportedAsset& asset, const Clip& clip)
+      : skeleton_(asset.skeleton), clip_(clip) {}
+
+  absl::Status AddLimb(const char* start, const char* mid, const char* end) {
+    Limb limb{skeleton_.FindJoint(start),
+              skeleton_.FindJoint(mid),
+              skeleton_.FindJoint(end),
+              {start, mid, end},
+              {}};
+    for (int i = 0; i < 3; ++i) {
+      const int j = i == 0 ? limb.start : i == 1 ? limb.mid : limb.end;
+      if (j < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--op_mix=fk_ik: the skeleton has no joint '", limb.names[i],
+            "' (the mix needs the CMU limb names)"));
+      }
+    }
+    // The hinge is perpendicular to the rest forearm or shin, as a rig
+    // would set it up (tests/service/ik_test.cc does the same).
+    const Eigen::Vector3f bone = skeleton_.rest_pose()[limb.end].translation;
+    Eigen::Vector3f axis = bone.cross(Eigen::Vector3f::UnitZ());
+    if (axis.norm() < 1e-4f * std::max(1.0f, bone.norm())) {
+      axis = bone.cross(Eigen::Vector3f::UnitX());
+    }
+    limb.mid_axis = axis.normalized();
+    limbs_.push_back(limb);
+    return absl::OkStatus();
+  }
+
+  LocalPose Sample(float time) const {
+    LocalPose pose(skeleton_.num_joints());
+    SamplingJob job;
+    job.skeleton = &skeleton_;
+    job.clip = &clip_;
+    job.time = time;
+    job.output = absl::MakeSpan(pose);
+    (void)job.Run();  // the clip validated against the skeleton on import
+    return pose;
+  }
+
+  ModelPose Model(const LocalPose& local) const {
+    ModelPose model(local.size());
+    LocalToModelJob job{
+        .skeleton = &skeleton_, .local = local, .model = absl::MakeSpan(model)};
+    (void)job.Run();
+    return model;
+  }
+
+  float Wrap(float t) const {
+    return clip_.duration > 0.0f ? std::fmod(t, clip_.duration) : 0.0f;
+  }
+
+  // One character's pipeline at clip time `t` for `mix`.
+  void Ops(const std::string& mix, float t,
+           google::protobuf::RepeatedPtrField<v1::Operation>* ops) const {
+    auto sample = [&](float time, v1::ClipSample* s) {
+      s->set_clip("walk");
+      s->set_time(Wrap(time));
+    };
+    if (mix == "blend3") {
+      v1::BlendOp* blend = ops->Add()->mutable_blend();
+      const float weights[3] = {0.5f, 0.3f, 0.2f};
+      for (int i = 0; i < 3; ++i) {
+        v1::BlendLayer* layer = blend->add_layers();
+        sample(t + 0.11f * static_cast<float>(i),
+               layer->mutable_source()->mutable_clip());
+        layer->set_weight(weights[i]);
+      }
+      return;
+    }
+    sample(t, ops->Add()->mutable_sample_clip()->mutable_sample());
+    if (mix == "spring") {
+      v1::SpringBonesOp* spring = ops->Add()->mutable_spring_bones();
+      spring->mutable_rig()->add_root_joints("LeftShoulder");
+      spring->mutable_rig()->add_root_joints("RightShoulder");
+      spring->mutable_rig()->set_dummy_tip_length(2.0f);
+      spring->mutable_rig()->mutable_settings()->set_stiffness(0.02f);
+      spring->mutable_gravity()->set_y(-98.0f);
+      return;
+    }
+    const ModelPose now = Model(Sample(t));
+    const ModelPose later = Model(Sample(t + 0.2f));
+    if (mix == "fullbody") {
+      // Full-body biped IK with the four limb effectors and the body
+      // effector at weight 1, targets from 0.2 s later relative to the hips
+      // (the character walks on); mapping detected from the CMU names.
+      const Eigen::Vector3f offset = now[0].translation - later[0].translation;
+      v1::FullBodyBipedIkOp* fb = ops->Add()->mutable_full_body_biped_ik();
+      v1::BipedEffector* body = fb->add_effectors();
+      body->set_id(v1::BIPED_EFFECTOR_BODY);
+      *body->mutable_position() = ToVec3(now[0].translation);
+      body->set_position_weight(1.0f);
+      const v1::BipedEffectorId ids[] = {
+          v1::BIPED_EFFECTOR_LEFT_HAND, v1::BIPED_EFFECTOR_RIGHT_HAND,
+          v1::BIPED_EFFECTOR_LEFT_FOOT, v1::BIPED_EFFECTOR_RIGHT_FOOT};
+      for (size_t i = 0; i < limbs_.size() && i < 4; ++i) {
+        v1::BipedEffector* e = fb->add_effectors();
+        e->set_id(ids[i]);
+        *e->mutable_position() = ToVec3(later[limbs_[i].end].translation + offset);
+        e->set_position_weight(1.0f);
+      }
+      return;
+    }
+    // fk_ik: each limb reaches for where its end joint is a little later in
+    // the clip, relative to the limb root (the character walks on), bending
+    // toward that frame's mid joint.
+    for (const Limb& limb : limbs_) {
+      const Eigen::Vector3f offset =
+          now[limb.start].translation - later[limb.start].translation;
+      v1::TwoBoneIkOp* ik = ops->Add()->mutable_two_bone_ik();
+      ik->set_start_joint(limb.names[0]);
+      ik->set_mid_joint(limb.names[1]);
+      ik->set_end_joint(limb.names[2]);
+      *ik->mutable_target() = ToVec3(later[limb.end].translation + offset);
+      *ik->mutable_bend_goal() = ToVec3(later[limb.mid].translation + offset);
+      *ik->mutable_mid_axis() = ToVec3(limb.mid_axis);
+    }
+  }
+
+ private:
+  const Skeleton& skeleton_;
+  const Clip& clip_;
+  std::vector<Limb> limbs_;
+};
+
+}  // namespace
+
+absl::StatusOr<Workload> BuildWorkload(const ImportedAsset& asset,
+                                       const WorkloadOptions& options) {
+  const std::string& mix = options.op_mix;
+  Workload w;
+  if (mix == "fk_ik") {
+    w.required_ops = {"sample_clip", "two_bone_ik"};
+  } else if (mix == "spring") {
+    w.required_ops = {"sample_clip", "spring_bones"};
+  } else if (mix == "blend3") {
+    w.required_ops = {"blend"};
+  } else if (mix == "fullbody") {
+    w.required_ops = {"sample_clip", "full_body_biped_ik"};
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--op_mix: unknown mix '", mix,
+                     "' (expected fk_ik, spring, blend3 or fullbody)"));
+  }
+  if (asset.clips.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--skeleton: ", asset.source, " has no clip"));
+  }
+  if (options.characters < 1 || options.variants < 1) {
+    return absl::InvalidArgumentError("--characters must be >= 1");
+  }
+  const Clip clip = TrimClip(asset.clips[0], options.clip_seconds);
+  Builder builder(asset, clip);
+  if (mix == "fk_ik" || mix == "fullbody") {
+    // Arms then legs: the full-body mix maps them to hand and foot effectors
+    // in this order.
+    for (const auto& l :
+         {std::array<const char*, 3>{"LeftShoulder", "LeftElbow", "LeftWrist"},
+          {"RightShoulder", "RightElbow", "RightWrist"},
+          {"LeftHip", "LeftKnee", "LeftAnkle"},
+          {"RightHip", "RightKnee", "RightAnkle"}}) {
+      absl::Status status = builder.AddLimb(l[0], l[1], l[2]);
+      if (!status.ok()) return status;
+    }
+  }
+  w.joints = asset.skeleton.num_joints();
+  w.skeleton_hash = server::SkeletonHash(asset.skeleton);
+
+  v1::Skeleton skeleton_proto;
+  server::SkeletonToProto(asset.skeleton, &skeleton_proto);
+  v1::Clip clip_proto;
+  server::ClipToProto(clip, &clip_proto);
+  clip_proto.set_name("walk");
+
+  // Session registrations.
+  {
+    v1::SessionRequest r;
+    r.mutable_register_skeleton()->set_id("rig");
+    *r.mutable_register_skeleton()->mutable_skeleton() = skeleton_proto;
+    w.registrations.push_back(r);
+    r.Clear();
+    r.mutable_register_clip()->set_id("walk");
+    r.mutable_register_clip()->set_skeleton_id("rig");
+    *r.mutable_register_clip()->mutable_clip() = clip_proto;
+    w.registrations.push_back(r);
+    r.Clear();
+    r.mutable_register_rig()->set_id("load");
+    r.mutable_register_rig()->set_skeleton_id("rig");
+    builder.Ops(mix, 0.0f, r.mutable_register_rig()->mutable_ops());
+    w.registrations.push_back(r);
+    for (int c = 0; c < options.characters; ++c) {
+      r.Clear();
+      r.mutable_register_character()->set_id(absl::StrCat("c", c));
+      r.mutable_register_character()->set_rig_id("load");
+      w.registrations.push_back(r);
+    }
+  }
+
+  // Message variants: every character at its own clip time.
+  for (int v = 0; v < options.variants; ++v) {
+    v1::SessionRequest frame;
+    frame.mutable_frame()->set_dt(options.dt);
+    v1::SolveRequest solve;
+    solve.set_dt(options.dt);
+    *solve.add_clips() = clip_proto;
+    for (int c = 0; c < options.characters; ++c) {
+      const float t = builder.Wrap(
+          0.0137f * static_cast<float>(v * options.characters + c));
+      v1::CharacterFrame* cf = frame.mutable_frame()->add_characters();
+      cf->set_character_id(absl::StrCat("c", c));
+      cf->set_want_model_pose(true);
+      builder.Ops(mix, t, cf->mutable_ops());
+
+      v1::CharacterInput* ci = solve.add_characters();
+      ci->set_id(absl::StrCat("c", c));
+      *ci->mutable_skeleton()->mutable_skeleton() = skeleton_proto;
+      ci->set_want_model_pose(true);
+      *ci->mutable_ops() = cf->ops();
+    }
+    w.frames.push_back(std::move(frame));
+    v1::SolveRequest by_hash = solve;
+    for (v1::CharacterInput& ci : *by_hash.mutable_characters()) {
+      ci.mutable_skeleton()->set_hash(w.skeleton_hash);
+    }
+    w.solve_inline.push_back(std::move(solve));
+    w.solve_by_hash.push_back(std::move(by_hash));
+  }
+  return w;
+}
+
+}  // namespace posewire::load

@@ -1,0 +1,52 @@
+// The load generator's workload: the requests posewire-load sends, built
+// once before the run from a real skeleton and clip so that sending costs
+// only a copy and the same messages can run in process for the baseline.
+#ifndef POSEWIRE_CLIENTS_LOAD_WORKLOAD_H_
+#define POSEWIRE_CLIENTS_LOAD_WORKLOAD_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "posewire/v1/posewire.pb.h"
+#include "solver_core/io/asset.h"
+
+namespace posewire::load {
+
+struct WorkloadOptions {
+  // "fk_ik", "spring", "blend3" or "fullbody".
+  std::string op_mix = "fk_ik";
+  int characters = 1;
+  // Distinct message variants (different clip times and IK targets) that the
+  // senders cycle through.
+  int variants = 8;
+  // Seconds of the clip kept (from its start); 0: the whole clip. The unary
+  // Solve carries its clips in every request, so a short clip keeps the
+  // message from being dominated by key data.
+  float clip_seconds = 0.5f;
+  // Seconds per frame for stateful operations (spring bones).
+  float dt = 1.0f / 60.0f;
+};
+
+struct Workload {
+  // Operation names (as in GetInfoResponse.operations) the mix needs.
+  std::vector<std::string> required_ops;
+  // Session: register skeleton, clip, rig and characters, in order.
+  std::vector<v1::SessionRequest> registrations;
+  // Session frames (sequence left 0: each sender numbers its own).
+  std::vector<v1::SessionRequest> frames;
+  // Solve requests with the skeleton inline, and the same by content hash.
+  std::vector<v1::SolveRequest> solve_inline;
+  std::vector<v1::SolveRequest> solve_by_hash;
+  std::string skeleton_hash;
+  int joints = 0;
+};
+
+// Builds the workload for `asset` (its first clip). Fails with
+// INVALID_ARGUMENT for an unknown mix or a rig missing the joints it needs.
+absl::StatusOr<Workload> BuildWorkload(const ImportedAsset& asset,
+                                       const WorkloadOptions& options);
+
+}  // namespace posewire::load
+
+#endif  // POSEWIRE_CLIENTS_LOAD_WORKLOAD_H_

@@ -17,34 +17,6 @@
 namespace posewire::server {
 namespace {
 
-LocalPose SampleWalk(float time) {
-  LocalPose pose(Walk().skeleton.num_joints());
-  SamplingJob job;
-  job.skeleton = &Walk().skeleton;
-  job.clip = &Walk().clips[0];
-  job.time = time;
-  job.output = absl::MakeSpan(pose);
-  EXPECT_TRUE(job.Run().ok());
-  return pose;
-}
-
-ModelPose Model(const LocalPose& local) {
-  ModelPose model(local.size());
-  LocalToModelJob job{.skeleton = &Walk().skeleton,
-                      .local = local,
-                      .model = absl::MakeSpan(model)};
-  EXPECT_TRUE(job.Run().ok());
-  return model;
-}
-
-v1::Vec3 ToVec3(const Eigen::Vector3f& v) {
-  v1::Vec3 out;
-  out.set_x(v.x());
-  out.set_y(v.y());
-  out.set_z(v.z());
-  return out;
-}
-
 int Joint(const char* name) { return Walk().skeleton.FindJoint(name); }
 
 class MoreOpsTest : public ServiceTest {

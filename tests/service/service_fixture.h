@@ -16,6 +16,8 @@
 #include "server/server.h"
 #include "server/wire_convert.h"
 #include "solver_core/io/bvh_reader.h"
+#include "solver_core/local_to_model.h"
+#include "solver_core/sampling_job.h"
 
 namespace posewire::server {
 
@@ -31,6 +33,36 @@ inline const ImportedAsset& Walk() {
     return new ImportedAsset(*std::move(read));
   }();
   return *asset;
+}
+
+// The walk clip sampled at `time` by the core.
+inline LocalPose SampleWalk(float time) {
+  LocalPose pose(Walk().skeleton.num_joints());
+  SamplingJob job;
+  job.skeleton = &Walk().skeleton;
+  job.clip = &Walk().clips[0];
+  job.time = time;
+  job.output = absl::MakeSpan(pose);
+  EXPECT_TRUE(job.Run().ok());
+  return pose;
+}
+
+// Forward kinematics of a walk pose by the core.
+inline ModelPose Model(const LocalPose& local) {
+  ModelPose model(local.size());
+  LocalToModelJob job{.skeleton = &Walk().skeleton,
+                      .local = local,
+                      .model = absl::MakeSpan(model)};
+  EXPECT_TRUE(job.Run().ok());
+  return model;
+}
+
+inline v1::Vec3 ToVec3(const Eigen::Vector3f& v) {
+  v1::Vec3 out;
+  out.set_x(v.x());
+  out.set_y(v.y());
+  out.set_z(v.z());
+  return out;
 }
 
 // The floats of a pose exactly as the server packs them.

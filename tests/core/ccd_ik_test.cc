@@ -34,41 +34,10 @@ using testing_util::kPi;
 using testing_util::MakeChainSkeleton;
 using testing_util::RandomRotation;
 
-std::vector<Eigen::Vector3f> Bones() {
-  return {{0.0f, 1.0f, 0.0f},
-          {0.2f, 0.8f, 0.1f},
-          {0.0f, 0.1f, 0.7f},
-          {-0.3f, 0.5f, 0.0f}};
-}
-
-struct Fixture {
-  Skeleton skeleton = MakeChainSkeleton(Bones());
-  std::vector<int> chain = ChainIndices(5);
-  std::vector<Transform> input = RestPose(skeleton);
-  float length = ChainLength(FkPositions(skeleton, input), chain);
-
-  // A reachable target: the tip of another pose of the chain.
-  Eigen::Vector3f RandomReachable(std::mt19937& rng) const {
-    std::vector<Transform> other = input;
-    for (size_t i = 0; i + 1 < chain.size(); ++i) {
-      other[chain[i]].rotation = RandomRotation(rng, 2.0f);
-    }
-    return FkPositions(skeleton, other)[chain.back()];
-  }
-
+struct Fixture : testing_util::TestChain<CcdIkJob> {
   CcdIkJob Job(const Eigen::Vector3f& target, std::vector<Transform>& out,
                IkResult* result) const {
-    out = input;
-    CcdIkJob job;
-    job.skeleton = &skeleton;
-    job.input = input;
-    job.chain = chain;
-    job.target = target;
-    job.max_iterations = 500;
-    job.tolerance.value = 5e-5f * length;
-    job.output = absl::MakeSpan(out);
-    job.result = result;
-    return job;
+    return MakeJob(target, out, result, 500);
   }
 };
 

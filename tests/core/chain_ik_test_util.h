@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "solver_core/ik_chain.h"
+#include "solver_core/pose.h"
 #include "solver_core/skeleton.h"
 #include "solver_core/transform.h"
 
@@ -141,6 +143,49 @@ inline float ChainLength(const std::vector<Eigen::Vector3f>& positions,
   }
   return l;
 }
+
+// The five-joint test chain (four bones in different directions) that the
+// CCD and FABRIK tests share, with a factory for a solver job on it.
+inline std::vector<Eigen::Vector3f> TestChainBones() {
+  return {{0.0f, 1.0f, 0.0f},
+          {0.2f, 0.8f, 0.1f},
+          {0.0f, 0.1f, 0.7f},
+          {-0.3f, 0.5f, 0.0f}};
+}
+
+template <typename Job>
+struct TestChain {
+  Skeleton skeleton = MakeChainSkeleton(TestChainBones());
+  std::vector<int> chain = ChainIndices(5);
+  std::vector<Transform> input = RestPose(skeleton);
+  float length = ChainLength(FkPositions(skeleton, input), chain);
+
+  // A reachable target: the tip of another pose of the chain.
+  Eigen::Vector3f RandomReachable(std::mt19937& rng) const {
+    std::vector<Transform> other = input;
+    for (size_t i = 0; i + 1 < chain.size(); ++i) {
+      other[chain[i]].rotation = RandomRotation(rng, 2.0f);
+    }
+    return FkPositions(skeleton, other)[chain.back()];
+  }
+
+  // A job from `input` toward `target`, writing `out`, with a tolerance of
+  // 5e-5 of the chain length.
+  Job MakeJob(const Eigen::Vector3f& target, std::vector<Transform>& out,
+              IkResult* result, int max_iterations) const {
+    out = input;
+    Job job;
+    job.skeleton = &skeleton;
+    job.input = input;
+    job.chain = chain;
+    job.target = target;
+    job.max_iterations = max_iterations;
+    job.tolerance.value = 5e-5f * length;
+    job.output = absl::MakeSpan(out);
+    job.result = result;
+    return job;
+  }
+};
 
 }  // namespace posewire::testing_util
 

@@ -40,12 +40,32 @@ absl::StatusOr<Eigen::Vector3f> OptionalVec3(bool has, const v1::Vec3& v,
   return Vec3FromProto(v, field);
 }
 
-ModelPose ModelOf(const Skeleton& skeleton, const LocalPose& pose) {
+// The model-space transforms of `joint`'s ancestors only: the two-bone and
+// aim jobs read nothing else of the model pose (the parent of the joint they
+// start from). Computed exactly as LocalToModelJob does, root first, so the
+// entries are bit-identical to a full pass at a fraction of its cost; the
+// other entries are left as identity and never read.
+ModelPose ModelOfAncestors(const Skeleton& skeleton, const LocalPose& pose,
+                           int joint) {
   ModelPose model(skeleton.num_joints());
-  LocalToModelJob{.skeleton = &skeleton,
-                  .local = pose,
-                  .model = absl::MakeSpan(model)}
-      .RunUnchecked();
+  int path[256];
+  int depth = 0;
+  for (int j = skeleton.parent(joint); j != kNoParent; j = skeleton.parent(j)) {
+    if (depth == 256) {
+      // Deeper than any rig: fall back to the full pass.
+      LocalToModelJob{.skeleton = &skeleton,
+                      .local = pose,
+                      .model = absl::MakeSpan(model)}
+          .RunUnchecked();
+      return model;
+    }
+    path[depth++] = j;
+  }
+  for (int i = depth - 1; i >= 0; --i) {
+    const int j = path[i];
+    const int p = skeleton.parent(j);
+    model[j] = Combine(p == kNoParent ? Transform::Identity() : model[p], pose[j]);
+  }
   return model;
 }
 
@@ -268,7 +288,7 @@ absl::Status RunTwoBoneIk(IkOpContext& ctx, const v1::TwoBoneIkOp& op) {
   job.stretch = op.stretch();
   if (op.stretch()) job.max_stretch = op.max_stretch();
 
-  const ModelPose model = ModelOf(skeleton, ctx.pose);
+  const ModelPose model = ModelOfAncestors(skeleton, ctx.pose, job.start_joint);
   job.local = ctx.pose;
   job.model = model;
   job.output = absl::MakeSpan(ctx.pose);  // in place
@@ -317,7 +337,7 @@ absl::Status RunAimIk(IkOpContext& ctx, const v1::AimIkOp& op) {
   job.clamp_weight = op.clamp_weight();
   job.clamp_smoothing = op.clamp_smoothing();
 
-  const ModelPose model = ModelOf(skeleton, ctx.pose);
+  const ModelPose model = ModelOfAncestors(skeleton, ctx.pose, job.joint);
   job.local = ctx.pose;
   job.model = model;
   job.output = absl::MakeSpan(ctx.pose);

@@ -10,11 +10,6 @@
 namespace posewire::server {
 namespace {
 
-absl::Status Prefixed(absl::string_view field, const absl::Status& status) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(field, ": ", status.message()));
-}
-
 BipedJointNames::Limb LimbNames(const v1::BipedLimbJoints& proto) {
   return {proto.clavicle(), proto.upper(), proto.lower(), proto.end()};
 }
@@ -24,7 +19,7 @@ absl::StatusOr<BipedMapping> MappingFromProto(const Skeleton& skeleton,
                                               absl::string_view field) {
   if (!op.has_mapping()) {
     auto mapping = MapBipedByName(skeleton);
-    if (!mapping.ok()) return Prefixed(field, mapping.status());
+    if (!mapping.ok()) return PrefixField(field, mapping.status());
     return mapping;
   }
   const v1::BipedJoints& m = op.mapping();
@@ -39,10 +34,10 @@ absl::StatusOr<BipedMapping> MappingFromProto(const Skeleton& skeleton,
   names.limbs[static_cast<int>(BipedLimb::kRightLeg)] = LimbNames(m.right_leg());
   auto references = ResolveBipedJointNames(skeleton, names);
   if (!references.ok()) {
-    return Prefixed(absl::StrCat(field, ".mapping"), references.status());
+    return PrefixField(absl::StrCat(field, ".mapping"), references.status());
   }
   auto mapping = BipedMapping::Create(skeleton, *std::move(references));
-  if (!mapping.ok()) return Prefixed(absl::StrCat(field, ".mapping"), mapping.status());
+  if (!mapping.ok()) return PrefixField(absl::StrCat(field, ".mapping"), mapping.status());
   return mapping;
 }
 
@@ -135,7 +130,7 @@ absl::Status RunFullBodyBipedIk(IkOpContext& ctx,
   job.output = absl::MakeSpan(ctx.pose);
   FullBodyBipedResult result;
   job.result = &result;
-  if (absl::Status s = job.Run(); !s.ok()) return Prefixed(ctx.field, s);
+  if (absl::Status s = job.Run(); !s.ok()) return PrefixField(ctx.field, s);
   ctx.result.set_reached(result.reached);
   ctx.result.set_error(result.max_error);
   ctx.result.set_iterations(result.iterations);

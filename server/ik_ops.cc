@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "server/wire_convert.h"
 #include "solver_core/aim_ik.h"
@@ -12,18 +13,12 @@
 #include "solver_core/full_body_ccd.h"
 #include "solver_core/ik_chain.h"
 #include "solver_core/joint_limits.h"
-#include "solver_core/local_to_model.h"
 #include "solver_core/two_bone_ik.h"
 
 namespace posewire::server {
 namespace {
 
 constexpr int kDefaultIterations = 20;
-
-absl::Status Prefixed(absl::string_view field, const absl::Status& status) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(field, ": ", status.message()));
-}
 
 // A required vector: unset is an error, since a default target would be a
 // silently wrong pose.
@@ -48,23 +43,14 @@ absl::StatusOr<Eigen::Vector3f> OptionalVec3(bool has, const v1::Vec3& v,
 ModelPose ModelOfAncestors(const Skeleton& skeleton, const LocalPose& pose,
                            int joint) {
   ModelPose model(skeleton.num_joints());
-  int path[256];
-  int depth = 0;
+  absl::InlinedVector<int, 16> path;  // parent of `joint` up to the root
   for (int j = skeleton.parent(joint); j != kNoParent; j = skeleton.parent(j)) {
-    if (depth == 256) {
-      // Deeper than any rig: fall back to the full pass.
-      LocalToModelJob{.skeleton = &skeleton,
-                      .local = pose,
-                      .model = absl::MakeSpan(model)}
-          .RunUnchecked();
-      return model;
-    }
-    path[depth++] = j;
+    path.push_back(j);
   }
-  for (int i = depth - 1; i >= 0; --i) {
-    const int j = path[i];
-    const int p = skeleton.parent(j);
-    model[j] = Combine(p == kNoParent ? Transform::Identity() : model[p], pose[j]);
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    const int p = skeleton.parent(*it);
+    model[*it] =
+        Combine(p == kNoParent ? Transform::Identity() : model[p], pose[*it]);
   }
   return model;
 }
@@ -200,12 +186,39 @@ absl::StatusOr<std::vector<JointLimit>> LimitsFromProto(
 
 // What CCD and FABRIK share: the chain, target, iteration cap, tolerance
 // and joint limits, converted and checked.
-struct ChainInputs {
-  std::vector<int> chain;
-  Eigen::Vector3f target;
+// What every iterative solver op shares: the iteration cap, tolerance and
+// joint limits, converted and checked.
+struct SolverSettings {
   int iterations = 0;
   IkTolerance tolerance;
   std::vector<JointLimit> limits;
+};
+
+template <typename Op>
+absl::StatusOr<SolverSettings> SettingsFromProto(const IkOpContext& ctx,
+                                                 const Op& op) {
+  SolverSettings settings;
+  auto iterations = Iterations(op.has_max_iterations(), op.max_iterations(),
+                               ctx.max_iterations,
+                               absl::StrCat(ctx.field, ".max_iterations"));
+  if (!iterations.ok()) return iterations.status();
+  settings.iterations = *iterations;
+  auto tolerance =
+      ToleranceFromProto(op.tolerance(), absl::StrCat(ctx.field, ".tolerance"));
+  if (!tolerance.ok()) return tolerance.status();
+  settings.tolerance = *tolerance;
+  auto limits = LimitsFromProto(ctx.skeleton, op.limits(),
+                                absl::StrCat(ctx.field, ".limits"));
+  if (!limits.ok()) return limits.status();
+  settings.limits = *std::move(limits);
+  return settings;
+}
+
+// CCD and FABRIK also share the chain and its target.
+struct ChainInputs {
+  std::vector<int> chain;
+  Eigen::Vector3f target;
+  SolverSettings settings;
 };
 
 template <typename Op>
@@ -220,19 +233,9 @@ absl::StatusOr<ChainInputs> ChainInputsFromProto(const IkOpContext& ctx,
                              absl::StrCat(ctx.field, ".target"));
   if (!target.ok()) return target.status();
   in.target = *target;
-  auto iterations = Iterations(op.has_max_iterations(), op.max_iterations(),
-                               ctx.max_iterations,
-                               absl::StrCat(ctx.field, ".max_iterations"));
-  if (!iterations.ok()) return iterations.status();
-  in.iterations = *iterations;
-  auto tolerance =
-      ToleranceFromProto(op.tolerance(), absl::StrCat(ctx.field, ".tolerance"));
-  if (!tolerance.ok()) return tolerance.status();
-  in.tolerance = *tolerance;
-  auto limits = LimitsFromProto(ctx.skeleton, op.limits(),
-                                absl::StrCat(ctx.field, ".limits"));
-  if (!limits.ok()) return limits.status();
-  in.limits = *std::move(limits);
+  auto settings = SettingsFromProto(ctx, op);
+  if (!settings.ok()) return settings.status();
+  in.settings = *std::move(settings);
   return in;
 }
 
@@ -294,7 +297,7 @@ absl::Status RunTwoBoneIk(IkOpContext& ctx, const v1::TwoBoneIkOp& op) {
   job.output = absl::MakeSpan(ctx.pose);  // in place
   TwoBoneIkResult result;
   job.result = &result;
-  if (absl::Status s = job.Run(); !s.ok()) return Prefixed(ctx.field, s);
+  if (absl::Status s = job.Run(); !s.ok()) return PrefixField(ctx.field, s);
   ctx.result.set_reached(result.reached);
   ctx.result.set_error(result.error);
   ctx.result.set_iterations(result.iterations);
@@ -343,7 +346,7 @@ absl::Status RunAimIk(IkOpContext& ctx, const v1::AimIkOp& op) {
   job.output = absl::MakeSpan(ctx.pose);
   AimIkResult result;
   job.result = &result;
-  if (absl::Status s = job.Run(); !s.ok()) return Prefixed(ctx.field, s);
+  if (absl::Status s = job.Run(); !s.ok()) return PrefixField(ctx.field, s);
   ctx.result.set_reached(result.reached);
   ctx.result.set_error(result.error);
   ctx.result.set_iterations(result.iterations);
@@ -366,20 +369,20 @@ absl::Status RunCcdIk(IkOpContext& ctx, const v1::CcdIkOp& op) {
   job.input = input;
   job.chain = in->chain;
   job.target = in->target;
-  job.max_iterations = in->iterations;
-  job.tolerance = in->tolerance;
+  job.max_iterations = in->settings.iterations;
+  job.tolerance = in->settings.tolerance;
   if (op.has_weight()) job.weight = op.weight();
   job.joint_weights = op.joint_weights();
   job.incremental = op.incremental();
   job.max_step_angle = op.max_step_angle();
-  job.limits = in->limits;
+  job.limits = in->settings.limits;
   job.hinge_fallback = op.hinge_fallback();
   job.fallback_axis = *fallback_axis;
   job.nudge = op.nudge();
   job.output = absl::MakeSpan(ctx.pose);
   IkResult result;
   job.result = &result;
-  if (absl::Status s = job.Run(); !s.ok()) return Prefixed(ctx.field, s);
+  if (absl::Status s = job.Run(); !s.ok()) return PrefixField(ctx.field, s);
   Report(result, ctx.result);
   return absl::OkStatus();
 }
@@ -403,16 +406,16 @@ absl::Status RunFabrikIk(IkOpContext& ctx, const v1::FabrikIkOp& op) {
   job.input = input;
   job.chain = in->chain;
   job.target = in->target;
-  job.max_iterations = in->iterations;
-  job.tolerance = in->tolerance;
+  job.max_iterations = in->settings.iterations;
+  job.tolerance = in->settings.tolerance;
   if (op.has_weight()) job.weight = op.weight();
-  job.limits = in->limits;
+  job.limits = in->settings.limits;
   job.plane_normal = *normal;
   job.planar_limits = planar;
   job.output = absl::MakeSpan(ctx.pose);
   IkResult result;
   job.result = &result;
-  if (absl::Status s = job.Run(); !s.ok()) return Prefixed(ctx.field, s);
+  if (absl::Status s = job.Run(); !s.ok()) return PrefixField(ctx.field, s);
   Report(result, ctx.result);
   return absl::OkStatus();
 }
@@ -436,15 +439,8 @@ absl::Status RunFabrikTreeIk(IkOpContext& ctx, const v1::FabrikTreeIkOp& op) {
     if (e.has_pull()) effector.pull = e.pull();
     effectors.push_back(effector);
   }
-  auto iterations = Iterations(op.has_max_iterations(), op.max_iterations(),
-                               ctx.max_iterations,
-                               absl::StrCat(ctx.field, ".max_iterations"));
-  if (!iterations.ok()) return iterations.status();
-  auto tolerance =
-      ToleranceFromProto(op.tolerance(), absl::StrCat(ctx.field, ".tolerance"));
-  if (!tolerance.ok()) return tolerance.status();
-  auto limits = LimitsFromProto(skeleton, op.limits(), absl::StrCat(ctx.field, ".limits"));
-  if (!limits.ok()) return limits.status();
+  auto settings = SettingsFromProto(ctx, op);
+  if (!settings.ok()) return settings.status();
 
   const LocalPose input = ctx.pose;
   FabrikTreeIkJob job;
@@ -452,14 +448,14 @@ absl::Status RunFabrikTreeIk(IkOpContext& ctx, const v1::FabrikTreeIkOp& op) {
   job.input = input;
   job.root = *root;
   job.effectors = effectors;
-  job.max_iterations = *iterations;
-  job.tolerance = *tolerance;
+  job.max_iterations = settings->iterations;
+  job.tolerance = settings->tolerance;
   if (op.has_weight()) job.weight = op.weight();
-  job.limits = *limits;
+  job.limits = settings->limits;
   job.output = absl::MakeSpan(ctx.pose);
   IkResult result;
   job.result = &result;
-  if (absl::Status s = job.Run(); !s.ok()) return Prefixed(ctx.field, s);
+  if (absl::Status s = job.Run(); !s.ok()) return PrefixField(ctx.field, s);
   Report(result, ctx.result);
   return absl::OkStatus();
 }
@@ -484,16 +480,8 @@ absl::Status RunFullBodyCcd(IkOpContext& ctx, const v1::FullBodyCcdOp& op) {
     if (e.has_weight()) effector.weight = e.weight();
     effectors.push_back(effector);
   }
-  auto iterations = Iterations(op.has_max_iterations(), op.max_iterations(),
-                               ctx.max_iterations,
-                               absl::StrCat(ctx.field, ".max_iterations"));
-  if (!iterations.ok()) return iterations.status();
-  auto tolerance =
-      ToleranceFromProto(op.tolerance(), absl::StrCat(ctx.field, ".tolerance"));
-  if (!tolerance.ok()) return tolerance.status();
-  auto limits = LimitsFromProto(skeleton, op.limits(),
-                                absl::StrCat(ctx.field, ".limits"));
-  if (!limits.ok()) return limits.status();
+  auto settings = SettingsFromProto(ctx, op);
+  if (!settings.ok()) return settings.status();
   auto translation = JointIndex(skeleton, op.translation_joint(),
                                 absl::StrCat(ctx.field, ".translation_joint"),
                                 /*allow_empty=*/true);
@@ -504,17 +492,17 @@ absl::Status RunFullBodyCcd(IkOpContext& ctx, const v1::FullBodyCcdOp& op) {
   job.skeleton = &skeleton;
   job.input = input;
   job.effectors = effectors;
-  job.max_iterations = *iterations;
-  job.tolerance = *tolerance;
+  job.max_iterations = settings->iterations;
+  job.tolerance = settings->tolerance;
   if (op.has_weight()) job.weight = op.weight();
   job.joint_weights = op.joint_weights();
-  job.limits = *limits;
+  job.limits = settings->limits;
   job.nudge = op.nudge();
   job.translation_joint = *translation;
   job.output = absl::MakeSpan(ctx.pose);
   IkResult result;
   job.result = &result;
-  if (absl::Status s = job.Run(); !s.ok()) return Prefixed(ctx.field, s);
+  if (absl::Status s = job.Run(); !s.ok()) return PrefixField(ctx.field, s);
   Report(result, ctx.result);
   return absl::OkStatus();
 }

@@ -34,11 +34,6 @@ struct OpContext {
   v1::OperationResult& result;
 };
 
-absl::Status Prefixed(absl::string_view field, const absl::Status& status) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(field, ": ", status.message()));
-}
-
 absl::Status SampleInto(OpContext& ctx, const v1::ClipSample& sample,
                         absl::string_view field, absl::Span<Transform> out) {
   auto clip = ctx.input.clips->Find(sample.clip(), absl::StrCat(field, ".clip"));
@@ -52,7 +47,7 @@ absl::Status SampleInto(OpContext& ctx, const v1::ClipSample& sample,
   job.rotation_interpolation =
       RotationInterpolationFromProto(sample.rotation_interpolation());
   job.output = out;
-  return Prefixed(field, job.Run());
+  return PrefixField(field, job.Run());
 }
 
 // Resolves a layer's pose source into `out`.
@@ -135,7 +130,7 @@ absl::Status RunBlend(OpContext& ctx, const v1::BlendOp& op) {
   job.blend_root = *root;
   if (op.has_threshold()) job.threshold = op.threshold();
   job.output = absl::MakeSpan(ctx.pose);
-  return Prefixed(ctx.field, job.Run());
+  return PrefixField(ctx.field, job.Run());
 }
 
 absl::Status RunAdditive(OpContext& ctx, const v1::AdditiveOp& op) {
@@ -164,7 +159,7 @@ absl::Status RunAdditive(OpContext& ctx, const v1::AdditiveOp& op) {
                        .base = base,
                        .additive = additive,
                        .delta = absl::MakeSpan(delta)};
-  if (absl::Status s = make.Run(); !s.ok()) return Prefixed(ctx.field, s);
+  if (absl::Status s = make.Run(); !s.ok()) return PrefixField(ctx.field, s);
   AdditiveJob apply;
   apply.skeleton = &ctx.skeleton;
   apply.input = ctx.pose;
@@ -173,7 +168,7 @@ absl::Status RunAdditive(OpContext& ctx, const v1::AdditiveOp& op) {
   apply.joint_weights = op.joint_weights();
   apply.blend_root = *root;
   apply.output = absl::MakeSpan(ctx.pose);
-  return Prefixed(ctx.field, apply.Run());
+  return PrefixField(ctx.field, apply.Run());
 }
 
 FadeCurve FadeCurveFromProto(v1::FadeCurve curve) {
@@ -213,7 +208,7 @@ absl::Status RunCrossfade(OpContext& ctx, const v1::CrossfadeOp& op) {
         request.mode = mode;
         auto next = FadeTo(std::move(player), request);
         if (!next.ok()) {
-          return Prefixed(absl::StrCat(where, ".fade_to"), next.status());
+          return PrefixField(absl::StrCat(where, ".fade_to"), next.status());
         }
         player = *std::move(next);
         break;
@@ -234,7 +229,7 @@ absl::Status RunCrossfade(OpContext& ctx, const v1::CrossfadeOp& op) {
   job.next_state = &player;
   job.dt = ctx.input.dt;
   job.pose = absl::MakeSpan(ctx.pose);
-  if (absl::Status s = job.Run(); !s.ok()) return Prefixed(ctx.field, s);
+  if (absl::Status s = job.Run(); !s.ok()) return PrefixField(ctx.field, s);
   ctx.state.crossfades[key] = std::move(player);
   return absl::OkStatus();
 }
@@ -399,90 +394,67 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
   for (int i = 0; i < input.ops->size(); ++i) {
     const v1::Operation& op = (*input.ops)[i];
     v1::OperationResult* result = results->Add();
-    OpContext ctx{input, *input.skeleton, "", pose, state, *result};
     const std::string base = absl::StrCat(input.field, ".ops[", i, "]");
+    if (op.op_case() == v1::Operation::OP_NOT_SET) {
+      // A newer client may send an operation this server does not know:
+      // protobuf keeps it as an unknown field.
+      if (!op.GetReflection()->GetUnknownFields(op).empty()) {
+        return absl::UnimplementedError(absl::StrCat(
+            base, ": an operation this server does not implement (see "
+                  "GetInfo operations)"));
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat(base, ": no operation set"));
+    }
+    // The op's name is its oneof field's name, as GetInfo lists it.
+    const std::string& name =
+        v1::Operation::descriptor()->FindFieldByNumber(op.op_case())->name();
+    result->set_op(name);
+    OpContext ctx{input,
+                  *input.skeleton,
+                  absl::StrCat(base, ".", name),
+                  pose,
+                  state,
+                  *result};
+    IkOpContext ik{*input.skeleton, ctx.field,
+                   input.limits.max_solver_iterations, pose, *result};
     const auto started = std::chrono::steady_clock::now();
     absl::Status status;
     switch (op.op_case()) {
       case v1::Operation::kSampleClip:
-        result->set_op("sample_clip");
-        ctx.field = absl::StrCat(base, ".sample_clip");
         status = RunSampleClip(ctx, op.sample_clip());
         break;
       case v1::Operation::kBlend:
-        result->set_op("blend");
-        ctx.field = absl::StrCat(base, ".blend");
         status = RunBlend(ctx, op.blend());
         break;
       case v1::Operation::kAdditive:
-        result->set_op("additive");
-        ctx.field = absl::StrCat(base, ".additive");
         status = RunAdditive(ctx, op.additive());
         break;
       case v1::Operation::kCrossfade:
-        result->set_op("crossfade");
-        ctx.field = absl::StrCat(base, ".crossfade");
         status = RunCrossfade(ctx, op.crossfade());
         break;
-      case v1::Operation::kTwoBoneIk: {
-        result->set_op("two_bone_ik");
-        ctx.field = absl::StrCat(base, ".two_bone_ik");
-        IkOpContext ik{*input.skeleton, ctx.field,
-                       input.limits.max_solver_iterations, pose, *result};
+      case v1::Operation::kTwoBoneIk:
         status = RunTwoBoneIk(ik, op.two_bone_ik());
         break;
-      }
-      case v1::Operation::kAimIk: {
-        result->set_op("aim_ik");
-        ctx.field = absl::StrCat(base, ".aim_ik");
-        IkOpContext ik{*input.skeleton, ctx.field,
-                       input.limits.max_solver_iterations, pose, *result};
+      case v1::Operation::kAimIk:
         status = RunAimIk(ik, op.aim_ik());
         break;
-      }
-      case v1::Operation::kCcdIk: {
-        result->set_op("ccd_ik");
-        ctx.field = absl::StrCat(base, ".ccd_ik");
-        IkOpContext ik{*input.skeleton, ctx.field,
-                       input.limits.max_solver_iterations, pose, *result};
+      case v1::Operation::kCcdIk:
         status = RunCcdIk(ik, op.ccd_ik());
         break;
-      }
-      case v1::Operation::kFabrikIk: {
-        result->set_op("fabrik_ik");
-        ctx.field = absl::StrCat(base, ".fabrik_ik");
-        IkOpContext ik{*input.skeleton, ctx.field,
-                       input.limits.max_solver_iterations, pose, *result};
+      case v1::Operation::kFabrikIk:
         status = RunFabrikIk(ik, op.fabrik_ik());
         break;
-      }
-      case v1::Operation::kFabrikTreeIk: {
-        result->set_op("fabrik_tree_ik");
-        ctx.field = absl::StrCat(base, ".fabrik_tree_ik");
-        IkOpContext ik{*input.skeleton, ctx.field,
-                       input.limits.max_solver_iterations, pose, *result};
+      case v1::Operation::kFabrikTreeIk:
         status = RunFabrikTreeIk(ik, op.fabrik_tree_ik());
         break;
-      }
-      case v1::Operation::kFullBodyBipedIk: {
-        result->set_op("full_body_biped_ik");
-        ctx.field = absl::StrCat(base, ".full_body_biped_ik");
-        IkOpContext ik{*input.skeleton, ctx.field,
-                       input.limits.max_solver_iterations, pose, *result};
+      case v1::Operation::kFullBodyBipedIk:
         status = RunFullBodyBipedIk(ik, op.full_body_biped_ik());
         break;
-      }
-      case v1::Operation::kFullBodyCcd: {
-        result->set_op("full_body_ccd");
-        ctx.field = absl::StrCat(base, ".full_body_ccd");
-        IkOpContext ik{*input.skeleton, ctx.field,
-                       input.limits.max_solver_iterations, pose, *result};
+      case v1::Operation::kFullBodyCcd:
         status = RunFullBodyCcd(ik, op.full_body_ccd());
         break;
-      }
       case v1::Operation::kSpringBones: {
-        result->set_op("spring_bones");
-        ctx.field = absl::StrCat(base, ".spring_bones");
         const std::string& key = op.spring_bones().state_key().empty()
                                      ? kDefaultSpringKey
                                      : op.spring_bones().state_key();
@@ -493,22 +465,10 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
         break;
       }
       case v1::Operation::kValidate:
-        result->set_op("validate");
-        ctx.field = absl::StrCat(base, ".validate");
         status = RunValidate(ctx, op.validate());
         break;
       case v1::Operation::OP_NOT_SET:
-        // A newer client may send an operation this server does not know:
-        // protobuf keeps it as an unknown field.
-        if (!op.GetReflection()->GetUnknownFields(op).empty()) {
-          status = absl::UnimplementedError(absl::StrCat(
-              base, ": an operation this server does not implement (see "
-              "GetInfo operations)"));
-        } else {
-          status = absl::InvalidArgumentError(
-              absl::StrCat(base, ": no operation set"));
-        }
-        break;
+        break;  // handled above
     }
     if (!status.ok()) return status;
     if (input.metrics != nullptr) {

@@ -9,11 +9,6 @@
 namespace posewire::server {
 namespace {
 
-absl::Status Prefixed(absl::string_view field, const absl::Status& status) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(field, ": ", status.message()));
-}
-
 SpringCurve CurveFromProto(
     const google::protobuf::RepeatedPtrField<v1::CurveKey>& keys) {
   SpringCurve curve;
@@ -162,7 +157,7 @@ absl::Status RunSpringBones(SpringOpContext& ctx, const v1::SpringBonesOp& op) {
   op.rig().SerializeToString(&rig_key);
   if (ctx.slot.rig == nullptr || ctx.slot.rig_key != rig_key) {
     auto rig = SpringRig::Create(ctx.skeleton, RigDescFromProto(op.rig()));
-    if (!rig.ok()) return Prefixed(absl::StrCat(ctx.field, ".rig"), rig.status());
+    if (!rig.ok()) return PrefixField(absl::StrCat(ctx.field, ".rig"), rig.status());
     ctx.slot.rig = std::make_shared<const SpringRig>(*std::move(rig));
     ctx.slot.rig_key = std::move(rig_key);
   }
@@ -221,7 +216,7 @@ absl::Status RunSpringBones(SpringOpContext& ctx, const v1::SpringBonesOp& op) {
   job.output = absl::MakeSpan(ctx.pose);
   job.state_out = &next;
   job.report = &report;
-  if (absl::Status s = job.Run(); !s.ok()) return Prefixed(ctx.field, s);
+  if (absl::Status s = job.Run(); !s.ok()) return PrefixField(ctx.field, s);
   ctx.slot.state = std::move(next);
   ctx.result.set_iterations(report.substeps);
   if (report.initialized) ctx.result.add_warnings("initialised from the pose");

@@ -332,6 +332,12 @@ absl::StatusOr<int> JointIndex(const Skeleton& skeleton, absl::string_view name,
   return joint;
 }
 
+absl::Status PrefixField(absl::string_view field, const absl::Status& status) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(),
+                      absl::StrCat(field, ": ", status.message()));
+}
+
 PlaybackMode PlaybackModeFromProto(v1::PlaybackMode mode) {
   return mode == v1::PLAYBACK_MODE_CLAMP ? PlaybackMode::kClamp
                                          : PlaybackMode::kLoop;

@@ -66,6 +66,10 @@ absl::StatusOr<int> JointIndex(const Skeleton& skeleton, absl::string_view name,
                                absl::string_view field,
                                bool allow_empty = false);
 
+// `status` with "<field>: " in front of its message (OK stays OK): core jobs
+// name their own fields, the adapter adds where in the request they sit.
+absl::Status PrefixField(absl::string_view field, const absl::Status& status);
+
 PlaybackMode PlaybackModeFromProto(v1::PlaybackMode mode);
 RotationInterpolation RotationInterpolationFromProto(
     v1::RotationInterpolation interpolation);

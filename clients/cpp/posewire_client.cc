@@ -70,12 +70,23 @@ absl::StatusOr<v1::SolveResponse> Client::SolveWithSkeletonCache(
       v1::SkeletonRef* ref = request.mutable_characters(i)->mutable_skeleton();
       if (!ref->has_skeleton()) continue;
       // The hash is computed on the converted skeleton, exactly as the
-      // server does; a skeleton that does not convert is sent inline so the
+      // server does, once per distinct skeleton message (a batch usually
+      // repeats one); a skeleton that does not convert is sent inline so the
       // server explains what is wrong with it.
-      auto skeleton =
-          server::SkeletonFromProto(ref->skeleton(), kMaxSkeletonJoints, "");
-      if (!skeleton.ok()) continue;
-      const std::string hash = server::SkeletonHash(*skeleton);
+      const std::string bytes = ref->skeleton().SerializeAsString();
+      auto cached = hash_by_message_.find(bytes);
+      if (cached == hash_by_message_.end()) {
+        auto skeleton =
+            server::SkeletonFromProto(ref->skeleton(), kMaxSkeletonJoints, "");
+        if (!skeleton.ok()) continue;
+        // Bounded: a client cycling through many rigs must not grow it
+        // without limit.
+        if (hash_by_message_.size() >= 1024) hash_by_message_.clear();
+        cached =
+            hash_by_message_.emplace(bytes, server::SkeletonHash(*skeleton))
+                .first;
+      }
+      const std::string& hash = cached->second;
       if (!known_hashes_.contains(hash)) continue;
       inline_skeletons.emplace_back(i, std::move(*ref->mutable_skeleton()));
       ref->set_hash(hash);

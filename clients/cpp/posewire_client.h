@@ -14,6 +14,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -62,6 +63,9 @@ class Client {
   ClientOptions options_;
   std::mutex mutex_;
   absl::flat_hash_set<std::string> known_hashes_;
+  // Serialized skeleton message -> its content hash, so a batch that repeats
+  // a skeleton converts and hashes it once.
+  absl::flat_hash_map<std::string, std::string> hash_by_message_;
 };
 
 // A synchronous session: each call sends one message and waits for its

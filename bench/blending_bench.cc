@@ -40,13 +40,13 @@ const Skeleton& Skeleton64() {
 LocalPose RandomPose(uint32_t seed) {
   std::mt19937 engine(seed);
   auto uniform = [&engine](float lo, float hi) {
-    return lo + (hi - lo) * static_cast<float>(engine() >> 8) *
-                    (1.0f / 16777216.0f);
+    return lo +
+           (hi - lo) * static_cast<float>(engine() >> 8) * (1.0f / 16777216.0f);
   };
   LocalPose pose(kJoints);
   for (Transform& t : pose) {
-    t.translation = Eigen::Vector3f(uniform(-1, 1), uniform(-1, 1),
-                                    uniform(-1, 1));
+    t.translation =
+        Eigen::Vector3f(uniform(-1, 1), uniform(-1, 1), uniform(-1, 1));
     t.rotation = Eigen::Quaternionf(uniform(-1, 1), uniform(-1, 1),
                                     uniform(-1, 1), uniform(-1, 1))
                      .normalized();

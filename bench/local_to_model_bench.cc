@@ -1,7 +1,8 @@
 // Forward kinematics (LocalToModelJob) and its inverse on the CMU walk rig,
 // full and partial (from the left shoulder down, as an arm IK would refresh).
 //
-// ./build/bench/posewire-bench --benchmark_filter='BM_(LocalToModel|ModelToLocal)'
+// ./build/bench/posewire-bench
+// --benchmark_filter='BM_(LocalToModel|ModelToLocal)'
 //     --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
@@ -18,7 +19,8 @@ void BM_LocalToModel(benchmark::State& state) {
   const Skeleton& skeleton = Walk().skeleton;
   LocalPose local = RestPose(skeleton);
   ModelPose model(skeleton.num_joints());
-  LocalToModelJob job{.skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
+  LocalToModelJob job{
+      .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
   for (auto _ : state) {
     job.RunUnchecked();
     benchmark::DoNotOptimize(model.data());
@@ -31,7 +33,8 @@ void BM_LocalToModelValidated(benchmark::State& state) {
   const Skeleton& skeleton = Walk().skeleton;
   LocalPose local = RestPose(skeleton);
   ModelPose model(skeleton.num_joints());
-  LocalToModelJob job{.skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
+  LocalToModelJob job{
+      .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
   for (auto _ : state) {
     benchmark::DoNotOptimize(job.Run().ok());
   }
@@ -43,7 +46,8 @@ void BM_LocalToModelPartialArm(benchmark::State& state) {
   const Skeleton& skeleton = Walk().skeleton;
   LocalPose local = RestPose(skeleton);
   ModelPose model(skeleton.num_joints());
-  LocalToModelJob full{.skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
+  LocalToModelJob full{
+      .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
   full.RunUnchecked();
   LocalToModelJob arm = full;
   arm.from = skeleton.FindJoint("LeftShoulder");
@@ -58,9 +62,11 @@ void BM_ModelToLocal(benchmark::State& state) {
   const Skeleton& skeleton = Walk().skeleton;
   LocalPose local = RestPose(skeleton);
   ModelPose model(skeleton.num_joints());
-  LocalToModelJob{.skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)}
+  LocalToModelJob{
+      .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)}
       .RunUnchecked();
-  ModelToLocalJob job{.skeleton = &skeleton, .model = model, .local = absl::MakeSpan(local)};
+  ModelToLocalJob job{
+      .skeleton = &skeleton, .model = model, .local = absl::MakeSpan(local)};
   for (auto _ : state) {
     job.RunUnchecked();
     benchmark::DoNotOptimize(local.data());

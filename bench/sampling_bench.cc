@@ -88,8 +88,8 @@ Clip MakeClip(uint32_t seed, Interpolation interpolation) {
       for (int v = 0; v < per_key; ++v) {
         const bool tangent = per_key == 3 && v != 1;
         jt.translation.values.push_back(tangent ? Eigen::Vector3f::Zero() : t);
-        jt.rotation.values.push_back(
-            tangent ? Eigen::Quaternionf(0, 0, 0, 0) : q);
+        jt.rotation.values.push_back(tangent ? Eigen::Quaternionf(0, 0, 0, 0)
+                                             : q);
         jt.scale.values.push_back(tangent ? Eigen::Vector3f::Zero() : s);
       }
     }
@@ -102,9 +102,8 @@ const Clip& Linear64() {
   return *clip;
 }
 
-void SampleForward(benchmark::State& state, bool validated_clip,
-                   bool unchecked, RotationInterpolation ri,
-                   const Clip& clip) {
+void SampleForward(benchmark::State& state, bool validated_clip, bool unchecked,
+                   RotationInterpolation ri, const Clip& clip) {
   const Skeleton& skeleton = Skeleton64();
   LocalPose pose(kJoints);
   SamplingCursor cursor;
@@ -133,8 +132,7 @@ void SampleForward(benchmark::State& state, bool validated_clip,
 
 // The ozz comparison: Run() on a clip validated once at load.
 void BM_SampleForward(benchmark::State& state) {
-  SampleForward(state, true, false, RotationInterpolation::kNlerp,
-                Linear64());
+  SampleForward(state, true, false, RotationInterpolation::kNlerp, Linear64());
 }
 BENCHMARK(BM_SampleForward);
 
@@ -145,14 +143,12 @@ BENCHMARK(BM_SampleForwardUnchecked);
 
 // Re-validating every key of the clip on every call.
 void BM_SampleForwardFullValidation(benchmark::State& state) {
-  SampleForward(state, false, false, RotationInterpolation::kNlerp,
-                Linear64());
+  SampleForward(state, false, false, RotationInterpolation::kNlerp, Linear64());
 }
 BENCHMARK(BM_SampleForwardFullValidation);
 
 void BM_SampleForwardSlerp(benchmark::State& state) {
-  SampleForward(state, true, false, RotationInterpolation::kSlerp,
-                Linear64());
+  SampleForward(state, true, false, RotationInterpolation::kSlerp, Linear64());
 }
 BENCHMARK(BM_SampleForwardSlerp);
 

@@ -29,15 +29,18 @@ absl::StatusOr<BipedMapping> MappingFromProto(const Skeleton& skeleton,
   names.head = m.head();
   names.root_node = m.root_node();
   names.limbs[static_cast<int>(BipedLimb::kLeftArm)] = LimbNames(m.left_arm());
-  names.limbs[static_cast<int>(BipedLimb::kRightArm)] = LimbNames(m.right_arm());
+  names.limbs[static_cast<int>(BipedLimb::kRightArm)] =
+      LimbNames(m.right_arm());
   names.limbs[static_cast<int>(BipedLimb::kLeftLeg)] = LimbNames(m.left_leg());
-  names.limbs[static_cast<int>(BipedLimb::kRightLeg)] = LimbNames(m.right_leg());
+  names.limbs[static_cast<int>(BipedLimb::kRightLeg)] =
+      LimbNames(m.right_leg());
   auto references = ResolveBipedJointNames(skeleton, names);
   if (!references.ok()) {
     return PrefixField(absl::StrCat(field, ".mapping"), references.status());
   }
   auto mapping = BipedMapping::Create(skeleton, *std::move(references));
-  if (!mapping.ok()) return PrefixField(absl::StrCat(field, ".mapping"), mapping.status());
+  if (!mapping.ok())
+    return PrefixField(absl::StrCat(field, ".mapping"), mapping.status());
   return mapping;
 }
 
@@ -64,12 +67,14 @@ absl::Status RunFullBodyBipedIk(IkOpContext& ctx,
     }
     seen[id] = true;
     BipedEffector& effector = job.effectors[id];
-    auto position = Vec3FromProto(e.position(), absl::StrCat(where, ".position"));
+    auto position =
+        Vec3FromProto(e.position(), absl::StrCat(where, ".position"));
     if (!position.ok()) return position.status();
     effector.position = *position;
     effector.position_weight = e.position_weight();
     if (e.has_rotation()) {
-      auto rotation = QuatFromProto(e.rotation(), absl::StrCat(where, ".rotation"));
+      auto rotation =
+          QuatFromProto(e.rotation(), absl::StrCat(where, ".rotation"));
       if (!rotation.ok()) return rotation.status();
       effector.rotation = *rotation;
     }
@@ -95,7 +100,8 @@ absl::Status RunFullBodyBipedIk(IkOpContext& ctx,
     if (l.has_push()) limb.push = l.push();
     if (l.has_push_parent()) limb.push_parent = l.push_parent();
     if (l.has_bend_goal()) {
-      auto goal = Vec3FromProto(l.bend_goal(), absl::StrCat(where, ".bend_goal"));
+      auto goal =
+          Vec3FromProto(l.bend_goal(), absl::StrCat(where, ".bend_goal"));
       if (!goal.ok()) return goal.status();
       limb.bend_goal = *goal;
     }
@@ -103,24 +109,26 @@ absl::Status RunFullBodyBipedIk(IkOpContext& ctx,
     if (l.has_mapping_weight()) limb.mapping_weight = l.mapping_weight();
     limb.maintain_rotation_weight = l.maintain_rotation_weight();
   }
-  if (op.has_ik_position_weight()) job.ik_position_weight = op.ik_position_weight();
+  if (op.has_ik_position_weight())
+    job.ik_position_weight = op.ik_position_weight();
   if (op.has_iterations()) {
     if (op.iterations() > static_cast<uint32_t>(ctx.max_iterations)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          ctx.field, ".iterations: ", op.iterations(),
-          " exceed this server's limit of ", ctx.max_iterations));
+      return absl::ResourceExhaustedError(
+          absl::StrCat(ctx.field, ".iterations: ", op.iterations(),
+                       " exceed this server's limit of ", ctx.max_iterations));
     }
     job.iterations = static_cast<int>(op.iterations());
   }
   if (op.has_spine_iterations()) {
     if (op.spine_iterations() > static_cast<uint32_t>(ctx.max_iterations)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          ctx.field, ".spine_iterations: ", op.spine_iterations(),
-          " exceed this server's limit of ", ctx.max_iterations));
+      return absl::ResourceExhaustedError(
+          absl::StrCat(ctx.field, ".spine_iterations: ", op.spine_iterations(),
+                       " exceed this server's limit of ", ctx.max_iterations));
     }
     job.spine_iterations = static_cast<int>(op.spine_iterations());
   }
-  if (op.has_spine_twist_weight()) job.spine_twist_weight = op.spine_twist_weight();
+  if (op.has_spine_twist_weight())
+    job.spine_twist_weight = op.spine_twist_weight();
   job.head_maintain_rotation_weight = op.head_maintain_rotation_weight();
 
   const LocalPose input = ctx.pose;

@@ -24,7 +24,8 @@ constexpr int kDefaultIterations = 20;
 // silently wrong pose.
 absl::StatusOr<Eigen::Vector3f> RequiredVec3(bool has, const v1::Vec3& v,
                                              absl::string_view field) {
-  if (!has) return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
+  if (!has)
+    return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
   return Vec3FromProto(v, field);
 }
 
@@ -91,7 +92,8 @@ absl::StatusOr<std::vector<int>> ChainFromProto(
   std::vector<int> chain;
   chain.reserve(names.size());
   for (int i = 0; i < names.size(); ++i) {
-    auto joint = JointIndex(skeleton, names[i], absl::StrCat(field, "[", i, "]"));
+    auto joint =
+        JointIndex(skeleton, names[i], absl::StrCat(field, "[", i, "]"));
     if (!joint.ok()) return joint.status();
     chain.push_back(*joint);
   }
@@ -129,7 +131,8 @@ absl::StatusOr<std::vector<JointLimit>> LimitsFromProto(
   for (int i = 0; i < specs.size(); ++i) {
     const v1::JointLimitSpec& spec = specs[i];
     const std::string where = absl::StrCat(field, "[", i, "]");
-    auto joint = JointIndex(skeleton, spec.joint(), absl::StrCat(where, ".joint"));
+    auto joint =
+        JointIndex(skeleton, spec.joint(), absl::StrCat(where, ".joint"));
     if (!joint.ok()) return joint.status();
     if (seen[*joint]) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -139,11 +142,14 @@ absl::StatusOr<std::vector<JointLimit>> LimitsFromProto(
     JointLimit limit;
     switch (spec.limit_case()) {
       case v1::JointLimitSpec::kEuler: {
-        auto min = Vec3FromProto(spec.euler().min(), absl::StrCat(where, ".euler.min"));
+        auto min = Vec3FromProto(spec.euler().min(),
+                                 absl::StrCat(where, ".euler.min"));
         if (!min.ok()) return min.status();
-        auto max = Vec3FromProto(spec.euler().max(), absl::StrCat(where, ".euler.max"));
+        auto max = Vec3FromProto(spec.euler().max(),
+                                 absl::StrCat(where, ".euler.max"));
         if (!max.ok()) return max.status();
-        limit = EulerLimit(EulerOrderFromProto(spec.euler().order()), *min, *max);
+        limit =
+            EulerLimit(EulerOrderFromProto(spec.euler().order()), *min, *max);
         break;
       }
       case v1::JointLimitSpec::kSwingTwist: {
@@ -175,7 +181,7 @@ absl::StatusOr<std::vector<JointLimit>> LimitsFromProto(
       limit.reference = *reference;
     }
     if (absl::Status s = ValidateJointLimit(limit, where, *joint,
-                                                skeleton.joint_name(*joint));
+                                            skeleton.joint_name(*joint));
         !s.ok()) {
       return s;
     }
@@ -255,7 +261,8 @@ absl::Status RunTwoBoneIk(IkOpContext& ctx, const v1::TwoBoneIkOp& op) {
        {std::tuple{&op.start_joint(), &job.start_joint, "start_joint"},
         std::tuple{&op.mid_joint(), &job.mid_joint, "mid_joint"},
         std::tuple{&op.end_joint(), &job.end_joint, "end_joint"}}) {
-    auto joint = JointIndex(skeleton, *name, absl::StrCat(ctx.field, ".", label));
+    auto joint =
+        JointIndex(skeleton, *name, absl::StrCat(ctx.field, ".", label));
     if (!joint.ok()) return joint.status();
     *out = *joint;
   }
@@ -269,7 +276,8 @@ absl::Status RunTwoBoneIk(IkOpContext& ctx, const v1::TwoBoneIkOp& op) {
   if (!pole.ok()) return pole.status();
   job.pole_vector = *pole;
   if (op.has_bend_goal()) {
-    auto goal = Vec3FromProto(op.bend_goal(), absl::StrCat(ctx.field, ".bend_goal"));
+    auto goal =
+        Vec3FromProto(op.bend_goal(), absl::StrCat(ctx.field, ".bend_goal"));
     if (!goal.ok()) return goal.status();
     job.bend_goal = *goal;
   }
@@ -279,15 +287,16 @@ absl::Status RunTwoBoneIk(IkOpContext& ctx, const v1::TwoBoneIkOp& op) {
     if (!rotation.ok()) return rotation.status();
     job.end_rotation = *rotation;
   }
-  auto axis = OptionalVec3(op.has_mid_axis(), op.mid_axis(),
-                           Eigen::Vector3f::UnitZ(),
-                           absl::StrCat(ctx.field, ".mid_axis"));
+  auto axis =
+      OptionalVec3(op.has_mid_axis(), op.mid_axis(), Eigen::Vector3f::UnitZ(),
+                   absl::StrCat(ctx.field, ".mid_axis"));
   if (!axis.ok()) return axis.status();
   job.mid_axis = *axis;
   job.twist_angle = op.twist_angle();
   if (op.has_soften()) job.soften = op.soften();
   if (op.has_weight()) job.weight = op.weight();
-  if (op.has_end_rotation_weight()) job.end_rotation_weight = op.end_rotation_weight();
+  if (op.has_end_rotation_weight())
+    job.end_rotation_weight = op.end_rotation_weight();
   job.stretch = op.stretch();
   if (op.stretch()) job.max_stretch = op.max_stretch();
 
@@ -308,7 +317,8 @@ absl::Status RunAimIk(IkOpContext& ctx, const v1::AimIkOp& op) {
   const Skeleton& skeleton = ctx.skeleton;
   AimIkJob job;
   job.skeleton = &skeleton;
-  auto joint = JointIndex(skeleton, op.joint(), absl::StrCat(ctx.field, ".joint"));
+  auto joint =
+      JointIndex(skeleton, op.joint(), absl::StrCat(ctx.field, ".joint"));
   if (!joint.ok()) return joint.status();
   job.joint = *joint;
   auto target = RequiredVec3(op.has_target(), op.target(),
@@ -323,8 +333,8 @@ absl::Status RunAimIk(IkOpContext& ctx, const v1::AimIkOp& op) {
     const char* name;
   };
   for (const Optional& o :
-       {Optional{op.has_pole_vector(), op.pole_vector(), Eigen::Vector3f::UnitY(),
-                 &job.pole_vector, "pole_vector"},
+       {Optional{op.has_pole_vector(), op.pole_vector(),
+                 Eigen::Vector3f::UnitY(), &job.pole_vector, "pole_vector"},
         Optional{op.has_forward(), op.forward(), Eigen::Vector3f::UnitX(),
                  &job.forward, "forward"},
         Optional{op.has_up(), op.up(), Eigen::Vector3f::UnitY(), &job.up, "up"},

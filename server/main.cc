@@ -29,13 +29,15 @@ ABSL_FLAG(int, max_characters, 1024,
 ABSL_FLAG(int, max_iterations, 1000,
           "Largest iteration count an iterative solver accepts.");
 ABSL_FLAG(int, max_sessions, 1000, "Most concurrent streaming sessions.");
-ABSL_FLAG(int, max_session_objects, 10000,
-          "Most skeletons, clips, rigs and characters one session may register.");
+ABSL_FLAG(
+    int, max_session_objects, 10000,
+    "Most skeletons, clips, rigs and characters one session may register.");
 ABSL_FLAG(int, skeleton_cache_size, 1024,
           "Skeletons kept for lookups by content hash.");
 ABSL_FLAG(std::string, metrics_listen, "",
           "HOST:PORT to serve Prometheus metrics on (/metrics); empty: off.");
-ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key enables TLS.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain; with --tls_key enables TLS.");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert.");
 ABSL_FLAG(std::string, auth_token_file, "",
           "File of accepted bearer tokens, one per line; empty: no auth.");

@@ -14,16 +14,18 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(
   metrics->registry_ = std::make_shared<prometheus::Registry>();
   prometheus::Registry& registry = *metrics->registry_;
 
-  auto& calls = prometheus::BuildCounter()
-                    .Name("posewire_calls_total")
-                    .Help("Finished RPCs and sessions by method and gRPC status code")
-                    .Register(registry);
+  auto& calls =
+      prometheus::BuildCounter()
+          .Name("posewire_calls_total")
+          .Help("Finished RPCs and sessions by method and gRPC status code")
+          .Register(registry);
   for (const char* rpc : {"GetInfo", "Solve", "Session"}) {
     auto& by_code = metrics->calls_[rpc];
     for (int code = 0; code < kCodes; ++code) {
       by_code[code] = &calls.Add(
           {{"rpc", rpc},
-           {"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(code))}});
+           {"code",
+            absl::StatusCodeToString(static_cast<absl::StatusCode>(code))}});
     }
   }
   auto& frames = prometheus::BuildCounter()
@@ -31,10 +33,11 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(
                      .Help("Session frames answered")
                      .Register(registry);
   metrics->frames_ = &frames.Add({});
-  auto& characters = prometheus::BuildCounter()
-                         .Name("posewire_character_frames_total")
-                         .Help("Characters solved in session frames, by outcome")
-                         .Register(registry);
+  auto& characters =
+      prometheus::BuildCounter()
+          .Name("posewire_character_frames_total")
+          .Help("Characters solved in session frames, by outcome")
+          .Register(registry);
   metrics->character_frames_ = &characters.Add({{"outcome", "ok"}});
   metrics->character_errors_ = &characters.Add({{"outcome", "error"}});
 
@@ -57,8 +60,9 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(
     try {
       metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen);
     } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat(
-          "--metrics_listen: cannot serve metrics on ", listen, ": ", e.what()));
+      return absl::UnavailableError(
+          absl::StrCat("--metrics_listen: cannot serve metrics on ", listen,
+                       ": ", e.what()));
     }
     metrics->exposer_->RegisterCollectable(metrics->registry_);
     const std::vector<int> ports = metrics->exposer_->GetListeningPorts();

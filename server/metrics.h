@@ -5,15 +5,15 @@
 #ifndef POSEWIRE_SERVER_METRICS_H_
 #define POSEWIRE_SERVER_METRICS_H_
 
-#include <array>
-#include <memory>
-#include <string>
-
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+
+#include <array>
+#include <memory>
+#include <string>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"

@@ -36,7 +36,8 @@ struct OpContext {
 
 absl::Status SampleInto(OpContext& ctx, const v1::ClipSample& sample,
                         absl::string_view field, absl::Span<Transform> out) {
-  auto clip = ctx.input.clips->Find(sample.clip(), absl::StrCat(field, ".clip"));
+  auto clip =
+      ctx.input.clips->Find(sample.clip(), absl::StrCat(field, ".clip"));
   if (!clip.ok()) return clip.status();
   SamplingJob job;
   job.skeleton = &ctx.skeleton;
@@ -65,8 +66,8 @@ absl::Status ResolveSource(OpContext& ctx, const v1::PoseSource& source,
       return SampleInto(ctx, source.clip(), absl::StrCat(field, ".clip"),
                         absl::MakeSpan(out));
     case v1::PoseSource::kPose: {
-      auto pose =
-          PoseFromProto(source.pose(), ctx.skeleton, absl::StrCat(field, ".pose"));
+      auto pose = PoseFromProto(source.pose(), ctx.skeleton,
+                                absl::StrCat(field, ".pose"));
       if (!pose.ok()) return pose.status();
       out = *std::move(pose);
       return absl::OkStatus();
@@ -74,8 +75,8 @@ absl::Status ResolveSource(OpContext& ctx, const v1::PoseSource& source,
     case v1::PoseSource::SOURCE_NOT_SET:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      field, ": no source set (current, rest, clip or pose)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": no source set (current, rest, clip or pose)"));
 }
 
 absl::Status CheckJointWeights(const RepeatedField<float>& weights,
@@ -105,14 +106,14 @@ absl::Status RunBlend(OpContext& ctx, const v1::BlendOp& op) {
   for (int i = 0; i < n; ++i) {
     const v1::BlendLayer& layer = op.layers(i);
     const std::string where = absl::StrCat(ctx.field, ".layers[", i, "]");
-    if (absl::Status s = ResolveSource(ctx, layer.source(),
-                                       absl::StrCat(where, ".source"), poses[i]);
+    if (absl::Status s = ResolveSource(
+            ctx, layer.source(), absl::StrCat(where, ".source"), poses[i]);
         !s.ok()) {
       return s;
     }
-    if (absl::Status s = CheckJointWeights(
-            layer.joint_weights(), ctx.skeleton,
-            absl::StrCat(where, ".joint_weights"));
+    if (absl::Status s =
+            CheckJointWeights(layer.joint_weights(), ctx.skeleton,
+                              absl::StrCat(where, ".joint_weights"));
         !s.ok()) {
       return s;
     }
@@ -135,8 +136,8 @@ absl::Status RunBlend(OpContext& ctx, const v1::BlendOp& op) {
 
 absl::Status RunAdditive(OpContext& ctx, const v1::AdditiveOp& op) {
   LocalPose base, additive;
-  if (absl::Status s = ResolveSource(ctx, op.base(),
-                                     absl::StrCat(ctx.field, ".base"), base);
+  if (absl::Status s =
+          ResolveSource(ctx, op.base(), absl::StrCat(ctx.field, ".base"), base);
       !s.ok()) {
     return s;
   }
@@ -191,8 +192,8 @@ absl::Status RunCrossfade(OpContext& ctx, const v1::CrossfadeOp& op) {
     const std::string where = absl::StrCat(ctx.field, ".commands[", i, "]");
     switch (command.command_case()) {
       case v1::CrossfadeCommand::kPlay: {
-        auto clip = ctx.input.clips->Find(command.play(),
-                                          absl::StrCat(where, ".play"));
+        auto clip =
+            ctx.input.clips->Find(command.play(), absl::StrCat(where, ".play"));
         if (!clip.ok()) return clip.status();
         player = Play(*clip, 0.0f, mode);
         break;
@@ -238,18 +239,18 @@ absl::Status RunValidate(OpContext& ctx, const v1::ValidateOp& op) {
   const float pos_tol = op.position_tolerance();
   const float rot_tol = op.rotation_tolerance_degrees();
   if (!std::isfinite(pos_tol) || pos_tol < 0.0f) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        ctx.field, ".position_tolerance: ", pos_tol,
-        " must be finite and >= 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.field, ".position_tolerance: ", pos_tol,
+                     " must be finite and >= 0"));
   }
   if (!std::isfinite(rot_tol) || rot_tol < 0.0f) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        ctx.field, ".rotation_tolerance_degrees: ", rot_tol,
-        " must be finite and >= 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.field, ".rotation_tolerance_degrees: ", rot_tol,
+                     " must be finite and >= 0"));
   }
   if (op.claimed().transforms().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        ctx.field, ".claimed: the claimed pose is required"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.field, ".claimed: the claimed pose is required"));
   }
   auto claimed = PoseFromProto(op.claimed(), ctx.skeleton,
                                absl::StrCat(ctx.field, ".claimed"));
@@ -302,10 +303,14 @@ absl::Status RunValidate(OpContext& ctx, const v1::ValidateOp& op) {
 }  // namespace
 
 const std::vector<std::string>& SupportedOperations() {
-  static const auto* names = new std::vector<std::string>{
-      "sample_clip", "blend",     "additive",  "crossfade",      "two_bone_ik",
-      "aim_ik",      "ccd_ik",    "fabrik_ik", "fabrik_tree_ik", "full_body_biped_ik", "full_body_ccd", "spring_bones",
-      "validate"};
+  static const auto* names =
+      new std::vector<std::string>{"sample_clip",    "blend",
+                                   "additive",       "crossfade",
+                                   "two_bone_ik",    "aim_ik",
+                                   "ccd_ik",         "fabrik_ik",
+                                   "fabrik_tree_ik", "full_body_biped_ik",
+                                   "full_body_ccd",  "spring_bones",
+                                   "validate"};
   return *names;
 }
 
@@ -325,14 +330,14 @@ absl::Status StateFromProto(
           player.current.time = wire.time();
         }
         if (wire.fades_size() > kMaxQueuedFades) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              where, ".fades: ", wire.fades_size(), " fades exceed the limit of ",
-              kMaxQueuedFades));
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, ".fades: ", wire.fades_size(),
+                           " fades exceed the limit of ", kMaxQueuedFades));
         }
         for (int i = 0; i < wire.fades_size(); ++i) {
           const v1::PendingFade& f = wire.fades(i);
-          auto clip = clips.Find(f.clip(),
-                                 absl::StrCat(where, ".fades[", i, "].clip"));
+          auto clip =
+              clips.Find(f.clip(), absl::StrCat(where, ".fades[", i, "].clip"));
           if (!clip.ok()) return clip.status();
           Fade fade;
           fade.target.clip = *clip;
@@ -366,8 +371,9 @@ absl::Status StateFromProto(
   return absl::OkStatus();
 }
 
-void StateToProto(const CharacterState& state, const ClipLibrary& clips,
-                  google::protobuf::Map<std::string, v1::OperationState>* proto) {
+void StateToProto(
+    const CharacterState& state, const ClipLibrary& clips,
+    google::protobuf::Map<std::string, v1::OperationState>* proto) {
   for (const auto& [key, slot] : state.springs) {
     (*proto)[key].set_dynamics(SerializeDynamicsState(slot.state));
   }
@@ -399,9 +405,10 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
       // A newer client may send an operation this server does not know:
       // protobuf keeps it as an unknown field.
       if (!op.GetReflection()->GetUnknownFields(op).empty()) {
-        return absl::UnimplementedError(absl::StrCat(
-            base, ": an operation this server does not implement (see "
-                  "GetInfo operations)"));
+        return absl::UnimplementedError(
+            absl::StrCat(base,
+                         ": an operation this server does not implement (see "
+                         "GetInfo operations)"));
       }
       return absl::InvalidArgumentError(
           absl::StrCat(base, ": no operation set"));
@@ -410,12 +417,8 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
     const std::string& name =
         v1::Operation::descriptor()->FindFieldByNumber(op.op_case())->name();
     result->set_op(name);
-    OpContext ctx{input,
-                  *input.skeleton,
-                  absl::StrCat(base, ".", name),
-                  pose,
-                  state,
-                  *result};
+    OpContext ctx{input, *input.skeleton, absl::StrCat(base, ".", name),
+                  pose,  state,           *result};
     IkOpContext ik{*input.skeleton, ctx.field,
                    input.limits.max_solver_iterations, pose, *result};
     const auto started = std::chrono::steady_clock::now();
@@ -458,9 +461,10 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
         const std::string& key = op.spring_bones().state_key().empty()
                                      ? kDefaultSpringKey
                                      : op.spring_bones().state_key();
-        SpringOpContext spring{*input.skeleton, ctx.field,
-                               input.limits.max_solver_iterations, input.dt,
-                               input.root, pose, state.springs[key], *result};
+        SpringOpContext spring{
+            *input.skeleton,    ctx.field,  input.limits.max_solver_iterations,
+            input.dt,           input.root, pose,
+            state.springs[key], *result};
         status = RunSpringBones(spring, op.spring_bones());
         break;
       }

@@ -46,8 +46,9 @@ absl::Status StateFromProto(
     const google::protobuf::Map<std::string, v1::OperationState>& proto,
     ClipLibrary& clips, CharacterState& state, absl::string_view field);
 // Writes `state` to the wire form (clip indices become names).
-void StateToProto(const CharacterState& state, const ClipLibrary& clips,
-                  google::protobuf::Map<std::string, v1::OperationState>* proto);
+void StateToProto(
+    const CharacterState& state, const ClipLibrary& clips,
+    google::protobuf::Map<std::string, v1::OperationState>* proto);
 
 struct PipelineLimits {
   int max_solver_iterations = 1000;

@@ -157,9 +157,10 @@ grpc::Status PoseWireService::Authorize(
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "this server requires \"authorization: Bearer <token>\" "
-                        "metadata");
+    return grpc::Status(
+        grpc::StatusCode::UNAUTHENTICATED,
+        "this server requires \"authorization: Bearer <token>\" "
+        "metadata");
   }
   const absl::string_view value(it->second.data(), it->second.size());
   constexpr absl::string_view kPrefix = "Bearer ";
@@ -179,8 +180,8 @@ grpc::Status PoseWireService::Authorize(
 }
 
 grpc::ServerUnaryReactor* PoseWireService::GetInfo(
-    grpc::CallbackServerContext* context,
-    const v1::GetInfoRequest* /*request*/, v1::GetInfoResponse* response) {
+    grpc::CallbackServerContext* context, const v1::GetInfoRequest* /*request*/,
+    v1::GetInfoResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const grpc::Status auth = Authorize(context);
   if (auth.ok()) *response = info_;

@@ -4,10 +4,10 @@
 #ifndef POSEWIRE_SERVER_POSEWIRE_SERVICE_H_
 #define POSEWIRE_SERVER_POSEWIRE_SERVICE_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <atomic>
 #include <memory>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/container/flat_hash_set.h"
 #include "posewire/v1/posewire.grpc.pb.h"

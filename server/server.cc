@@ -37,9 +37,10 @@ absl::StatusOr<absl::flat_hash_set<std::string>> ReadTokens(
     tokens.insert(std::string(line));
   }
   if (tokens.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--auth_token_file: ", path, " holds no token; authentication would "
-        "refuse every call"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--auth_token_file: ", path,
+                     " holds no token; authentication would "
+                     "refuse every call"));
   }
   return tokens;
 }
@@ -89,9 +90,9 @@ absl::StatusOr<std::unique_ptr<PosewireServer>> PosewireServer::Start(
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ", config.listen,
-        ": the address is invalid or already in use"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", config.listen,
+                     ": the address is invalid or already in use"));
   }
   // The default health service only reports the "" service as SERVING;
   // clients that ask about ours by name must see it too.

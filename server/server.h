@@ -3,9 +3,9 @@
 #ifndef POSEWIRE_SERVER_SERVER_H_
 #define POSEWIRE_SERVER_SERVER_H_
 
-#include <memory>
-
 #include <grpcpp/grpcpp.h>
+
+#include <memory>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"

@@ -66,9 +66,9 @@ absl::Status Session::CheckNewId(const Map& map, absl::string_view kind,
         absl::StrCat("register_", kind, ".id: an id is required"));
   }
   if (map.contains(id)) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "register_", kind, ".id: ", kind, " '", id,
-        "' is already registered in this session"));
+    return absl::AlreadyExistsError(
+        absl::StrCat("register_", kind, ".id: ", kind, " '", id,
+                     "' is already registered in this session"));
   }
   if (objects_ >= config_.max_session_objects) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -84,9 +84,9 @@ absl::Status Session::RegisterSkeleton(const v1::RegisterSkeleton& message) {
       !s.ok()) {
     return s;
   }
-  auto skeleton = SkeletonFromProto(message.skeleton(),
-                                    config_.max_joints_per_skeleton,
-                                    "register_skeleton.skeleton");
+  auto skeleton =
+      SkeletonFromProto(message.skeleton(), config_.max_joints_per_skeleton,
+                        "register_skeleton.skeleton");
   if (!skeleton.ok()) return skeleton.status();
   SkeletonEntry entry;
   entry.skeleton = std::make_shared<const Skeleton>(*std::move(skeleton));
@@ -107,12 +107,12 @@ absl::Status Session::RegisterClip(const v1::RegisterClip& message) {
     return absl::InvalidArgumentError("register_clip.id: an id is required");
   }
   if (objects_ >= config_.max_session_objects) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "register_clip: this session already holds ", objects_,
-        " registered objects, the server's limit"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("register_clip: this session already holds ", objects_,
+                     " registered objects, the server's limit"));
   }
-  auto clip = ClipFromProto(message.clip(), *it->second.skeleton,
-                            "register_clip.clip");
+  auto clip =
+      ClipFromProto(message.clip(), *it->second.skeleton, "register_clip.clip");
   if (!clip.ok()) return clip.status();
   // Clips are named per skeleton; ops name them by the registered id.
   if (absl::Status s = it->second.clips->Add(message.id(), *std::move(clip));
@@ -145,9 +145,9 @@ absl::Status Session::RegisterCharacter(const v1::RegisterCharacter& message) {
     return s;
   }
   if (!rigs_.contains(message.rig_id())) {
-    return absl::NotFoundError(absl::StrCat(
-        "register_character.rig_id: no rig '", message.rig_id(),
-        "' in this session: register it first"));
+    return absl::NotFoundError(
+        absl::StrCat("register_character.rig_id: no rig '", message.rig_id(),
+                     "' in this session: register it first"));
   }
   characters_.emplace(message.id(), Character{message.rig_id(), {}});
   ++objects_;
@@ -165,10 +165,10 @@ void Session::HandleFrame(const v1::Frame& frame, v1::FrameResult* result) {
     status = absl::InvalidArgumentError(
         absl::StrCat("frame.dt: ", frame.dt(), " must be finite and >= 0"));
   } else if (frame.characters_size() > config_.max_characters_per_batch) {
-    status = absl::ResourceExhaustedError(absl::StrCat(
-        "frame.characters: ", frame.characters_size(),
-        " characters exceed this server's limit of ",
-        config_.max_characters_per_batch, " per frame"));
+    status = absl::ResourceExhaustedError(
+        absl::StrCat("frame.characters: ", frame.characters_size(),
+                     " characters exceed this server's limit of ",
+                     config_.max_characters_per_batch, " per frame"));
   }
   SetStatus(status, result->mutable_status());
   if (!status.ok()) {
@@ -201,9 +201,9 @@ absl::Status Session::SolveCharacter(const v1::Frame& frame, int index,
   const std::string field = absl::StrCat("frame.characters[", index, "]");
   auto character = characters_.find(in.character_id());
   if (character == characters_.end()) {
-    return absl::NotFoundError(absl::StrCat(
-        field, ".character_id: no character '", in.character_id(),
-        "' in this session: register it first"));
+    return absl::NotFoundError(
+        absl::StrCat(field, ".character_id: no character '", in.character_id(),
+                     "' in this session: register it first"));
   }
   const Rig& rig = rigs_.at(character->second.rig_id);
   SkeletonEntry& entry = skeletons_.at(rig.skeleton_id);
@@ -227,7 +227,8 @@ absl::Status Session::SolveCharacter(const v1::Frame& frame, int index,
       .limits = {.max_solver_iterations = config_.max_solver_iterations},
       .field = field,
       .metrics = metrics_};
-  if (absl::Status s = RunPipeline(pipeline, *pose, state, result->mutable_ops());
+  if (absl::Status s =
+          RunPipeline(pipeline, *pose, state, result->mutable_ops());
       !s.ok()) {
     return s;
   }
@@ -235,9 +236,8 @@ absl::Status Session::SolveCharacter(const v1::Frame& frame, int index,
   PoseToProto(*pose, result->mutable_pose());
   if (in.want_model_pose()) {
     ModelPose model(skeleton.num_joints());
-    LocalToModelJob{.skeleton = &skeleton,
-                    .local = *pose,
-                    .model = absl::MakeSpan(model)}
+    LocalToModelJob{
+        .skeleton = &skeleton, .local = *pose, .model = absl::MakeSpan(model)}
         .RunUnchecked();
     PoseToProto(model, result->mutable_model_pose());
   }

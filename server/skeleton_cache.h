@@ -24,8 +24,8 @@ class SkeletonCache {
 
   // Stores `skeleton` under `hash` (keeping an existing equal entry) and
   // returns the stored one; evicts the least recently used beyond capacity.
-  std::shared_ptr<const Skeleton> Insert(const std::string& hash,
-                                         std::shared_ptr<const Skeleton> skeleton);
+  std::shared_ptr<const Skeleton> Insert(
+      const std::string& hash, std::shared_ptr<const Skeleton> skeleton);
 
   int size() const;
 

@@ -27,14 +27,15 @@ absl::StatusOr<ResolvedSkeleton> ResolveSkeleton(const v1::SkeletonRef& ref,
                                                  absl::string_view field) {
   switch (ref.ref_case()) {
     case v1::SkeletonRef::kSkeleton: {
-      auto skeleton = SkeletonFromProto(ref.skeleton(),
-                                        config.max_joints_per_skeleton,
-                                        absl::StrCat(field, ".skeleton"));
+      auto skeleton =
+          SkeletonFromProto(ref.skeleton(), config.max_joints_per_skeleton,
+                            absl::StrCat(field, ".skeleton"));
       if (!skeleton.ok()) return skeleton.status();
       ResolvedSkeleton resolved;
       resolved.hash = SkeletonHash(*skeleton);
-      resolved.skeleton = cache.Insert(
-          resolved.hash, std::make_shared<const Skeleton>(*std::move(skeleton)));
+      resolved.skeleton =
+          cache.Insert(resolved.hash,
+                       std::make_shared<const Skeleton>(*std::move(skeleton)));
       return resolved;
     }
     case v1::SkeletonRef::kHash: {
@@ -59,11 +60,11 @@ absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
                    SkeletonCache& skeletons, const StopCheck& stop,
                    v1::SolveResponse* response, Metrics* metrics) {
   if (request.characters_size() > config.max_characters_per_batch) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "characters: ", request.characters_size(),
-        " characters exceed this server's limit of ",
-        config.max_characters_per_batch,
-        " per request (GetInfo limits.max_characters_per_batch)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("characters: ", request.characters_size(),
+                     " characters exceed this server's limit of ",
+                     config.max_characters_per_batch,
+                     " per request (GetInfo limits.max_characters_per_batch)"));
   }
   if (!std::isfinite(request.dt()) || request.dt() < 0.0f) {
     return absl::InvalidArgumentError(
@@ -95,7 +96,8 @@ absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
     if (library == nullptr) {
       library = std::make_unique<ClipLibrary>(&skeleton, &request.clips());
     }
-    auto pose = PoseFromProto(in.pose(), skeleton, absl::StrCat(field, ".pose"));
+    auto pose =
+        PoseFromProto(in.pose(), skeleton, absl::StrCat(field, ".pose"));
     if (!pose.ok()) return pose.status();
     auto root = TransformFromProto(in.root(), absl::StrCat(field, ".root"));
     if (!root.ok()) return root.status();
@@ -117,16 +119,16 @@ absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
                            .limits = limits,
                            .field = field,
                            .metrics = metrics};
-    if (absl::Status s = RunPipeline(pipeline, *pose, state, out->mutable_ops());
+    if (absl::Status s =
+            RunPipeline(pipeline, *pose, state, out->mutable_ops());
         !s.ok()) {
       return s;
     }
     PoseToProto(*pose, out->mutable_pose());
     if (in.want_model_pose()) {
       ModelPose model(skeleton.num_joints());
-      LocalToModelJob{.skeleton = &skeleton,
-                      .local = *pose,
-                      .model = absl::MakeSpan(model)}
+      LocalToModelJob{
+          .skeleton = &skeleton, .local = *pose, .model = absl::MakeSpan(model)}
           .RunUnchecked();
       PoseToProto(model, out->mutable_model_pose());
     }

@@ -20,7 +20,8 @@ SpringCurve CurveFromProto(
 
 SpringRigDesc RigDescFromProto(const v1::SpringRig& proto) {
   SpringRigDesc desc;
-  desc.root_joints.assign(proto.root_joints().begin(), proto.root_joints().end());
+  desc.root_joints.assign(proto.root_joints().begin(),
+                          proto.root_joints().end());
   desc.excluded_joints.assign(proto.excluded_joints().begin(),
                               proto.excluded_joints().end());
   desc.dummy_tip_length = proto.dummy_tip_length();
@@ -63,8 +64,10 @@ SpringRigDesc RigDescFromProto(const v1::SpringRig& proto) {
   const v1::SpringCurves& c = proto.curves();
   desc.curves.damping = CurveFromProto(c.damping());
   desc.curves.stiffness = CurveFromProto(c.stiffness());
-  desc.curves.world_damping_location = CurveFromProto(c.world_damping_location());
-  desc.curves.world_damping_rotation = CurveFromProto(c.world_damping_rotation());
+  desc.curves.world_damping_location =
+      CurveFromProto(c.world_damping_location());
+  desc.curves.world_damping_rotation =
+      CurveFromProto(c.world_damping_rotation());
   desc.curves.radius = CurveFromProto(c.radius());
   desc.curves.limit_angle = CurveFromProto(c.limit_angle());
   desc.space = proto.space() == v1::SIMULATION_SPACE_WORLD
@@ -78,15 +81,16 @@ SpringRigDesc RigDescFromProto(const v1::SpringRig& proto) {
   if (proto.has_teleport_rotation_degrees()) {
     desc.teleport_rotation_degrees = proto.teleport_rotation_degrees();
   }
-  desc.teleport_response = proto.teleport_response() == v1::TELEPORT_RESPONSE_RESET
-                               ? TeleportResponse::kReset
-                               : TeleportResponse::kIgnoreMotion;
+  desc.teleport_response =
+      proto.teleport_response() == v1::TELEPORT_RESPONSE_RESET
+          ? TeleportResponse::kReset
+          : TeleportResponse::kIgnoreMotion;
   return desc;
 }
 
-absl::StatusOr<SpringCollider> ColliderFromProto(const Skeleton& skeleton,
-                                                 const v1::SpringCollider& proto,
-                                                 absl::string_view field) {
+absl::StatusOr<SpringCollider> ColliderFromProto(
+    const Skeleton& skeleton, const v1::SpringCollider& proto,
+    absl::string_view field) {
   SpringCollider collider;
   switch (proto.shape()) {
     case v1::SpringCollider::SHAPE_SPHERE:
@@ -114,16 +118,18 @@ absl::StatusOr<SpringCollider> ColliderFromProto(const Skeleton& skeleton,
       break;
     case v1::SpringCollider::ATTACHMENT_BONE: {
       collider.attachment = ColliderAttachment::kBone;
-      auto bone = JointIndex(skeleton, proto.bone(), absl::StrCat(field, ".bone"));
+      auto bone =
+          JointIndex(skeleton, proto.bone(), absl::StrCat(field, ".bone"));
       if (!bone.ok()) return bone.status();
       collider.bone = *bone;
       break;
     }
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ".attachment: unknown value ", proto.attachment()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".attachment: unknown value ", proto.attachment()));
   }
-  auto offset = TransformFromProto(proto.offset(), absl::StrCat(field, ".offset"));
+  auto offset =
+      TransformFromProto(proto.offset(), absl::StrCat(field, ".offset"));
   if (!offset.ok()) return offset.status();
   collider.offset = *offset;
   if (proto.has_radius()) collider.radius = proto.radius();
@@ -146,18 +152,20 @@ absl::StatusOr<SpringCollider> ColliderFromProto(const Skeleton& skeleton,
 }  // namespace
 
 absl::Status RunSpringBones(SpringOpContext& ctx, const v1::SpringBonesOp& op) {
-  if (op.rig().has_max_substeps() && op.rig().max_substeps() > ctx.max_substeps) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        ctx.field, ".rig.max_substeps: ", op.rig().max_substeps(),
-        " exceeds this server's limit of ", ctx.max_substeps,
-        " (GetInfo limits.max_solver_iterations)"));
+  if (op.rig().has_max_substeps() &&
+      op.rig().max_substeps() > ctx.max_substeps) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(ctx.field, ".rig.max_substeps: ", op.rig().max_substeps(),
+                     " exceeds this server's limit of ", ctx.max_substeps,
+                     " (GetInfo limits.max_solver_iterations)"));
   }
   // Rebuild the rig only when its description changed.
   std::string rig_key;
   op.rig().SerializeToString(&rig_key);
   if (ctx.slot.rig == nullptr || ctx.slot.rig_key != rig_key) {
     auto rig = SpringRig::Create(ctx.skeleton, RigDescFromProto(op.rig()));
-    if (!rig.ok()) return PrefixField(absl::StrCat(ctx.field, ".rig"), rig.status());
+    if (!rig.ok())
+      return PrefixField(absl::StrCat(ctx.field, ".rig"), rig.status());
     ctx.slot.rig = std::make_shared<const SpringRig>(*std::move(rig));
     ctx.slot.rig_key = std::move(rig_key);
   }
@@ -189,13 +197,15 @@ absl::Status RunSpringBones(SpringOpContext& ctx, const v1::SpringBonesOp& op) {
     if (!v.ok()) return v.status();
     forces.external_force = *v;
   }
-  forces.external_force_space =
-      op.external_force_in_world() ? ForceSpace::kWorld : ForceSpace::kComponent;
+  forces.external_force_space = op.external_force_in_world()
+                                    ? ForceSpace::kWorld
+                                    : ForceSpace::kComponent;
 
   std::vector<SpringCollider> colliders;
   for (int i = 0; i < op.colliders_size(); ++i) {
-    auto collider = ColliderFromProto(ctx.skeleton, op.colliders(i),
-                                      absl::StrCat(ctx.field, ".colliders[", i, "]"));
+    auto collider =
+        ColliderFromProto(ctx.skeleton, op.colliders(i),
+                          absl::StrCat(ctx.field, ".colliders[", i, "]"));
     if (!collider.ok()) return collider.status();
     colliders.push_back(*collider);
   }
@@ -222,7 +232,8 @@ absl::Status RunSpringBones(SpringOpContext& ctx, const v1::SpringBonesOp& op) {
   if (report.initialized) ctx.result.add_warnings("initialised from the pose");
   if (report.teleported) ctx.result.add_warnings("teleport detected");
   if (report.time_clamped) {
-    ctx.result.add_warnings("dt exceeded max_substeps steps; the excess was dropped");
+    ctx.result.add_warnings(
+        "dt exceeded max_substeps steps; the excess was dropped");
   }
   return absl::OkStatus();
 }

@@ -38,9 +38,10 @@ absl::StatusOr<std::vector<Transform>> UnpackPose(
     const google::protobuf::RepeatedField<float>& floats, int joints,
     absl::string_view field) {
   if (floats.size() != joints * kFloatsPerJoint) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": ", floats.size(), " floats for ", joints, " joints (expected ",
-        joints * kFloatsPerJoint, ": 10 per joint, tx ty tz qx qy qz qw sx sy sz)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", floats.size(), " floats for ", joints,
+                     " joints (expected ", joints * kFloatsPerJoint,
+                     ": 10 per joint, tx ty tz qx qy qz qw sx sy sz)"));
   }
   std::vector<Transform> pose(joints);
   for (int j = 0; j < joints; ++j) {
@@ -151,16 +152,17 @@ absl::StatusOr<Skeleton> SkeletonFromProto(const v1::Skeleton& proto,
                                            absl::string_view field) {
   const int n = proto.parents_size();
   if (n > max_joints || proto.joint_names_size() > max_joints) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        field, ": ", std::max(n, proto.joint_names_size()),
-        " joints exceed this server's limit of ", max_joints,
-        " (GetInfo limits.max_joints_per_skeleton)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(field, ": ", std::max(n, proto.joint_names_size()),
+                     " joints exceed this server's limit of ", max_joints,
+                     " (GetInfo limits.max_joints_per_skeleton)"));
   }
   SkeletonDesc desc;
   desc.joint_names.assign(proto.joint_names().begin(),
                           proto.joint_names().end());
   desc.parents.assign(proto.parents().begin(), proto.parents().end());
-  auto rest = UnpackPose(proto.rest_pose(), n, absl::StrCat(field, ".rest_pose"));
+  auto rest =
+      UnpackPose(proto.rest_pose(), n, absl::StrCat(field, ".rest_pose"));
   if (!rest.ok()) return rest.status();
   desc.rest_pose = *std::move(rest);
   auto skeleton = Skeleton::Create(std::move(desc));
@@ -254,8 +256,8 @@ absl::StatusOr<Transform> TransformFromProto(const v1::Transform& proto,
                                              absl::string_view field) {
   Transform t;
   if (proto.has_translation()) {
-    auto v = Vec3FromProto(proto.translation(),
-                           absl::StrCat(field, ".translation"));
+    auto v =
+        Vec3FromProto(proto.translation(), absl::StrCat(field, ".translation"));
     if (!v.ok()) return v.status();
     t.translation = *v;
   }

@@ -59,11 +59,10 @@
 #ifndef POSEWIRE_SOLVER_CORE_BIPED_MAPPING_H_
 #define POSEWIRE_SOLVER_CORE_BIPED_MAPPING_H_
 
+#include <Eigen/Geometry>
 #include <array>
 #include <string>
 #include <vector>
-
-#include <Eigen/Geometry>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"

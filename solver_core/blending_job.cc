@@ -113,8 +113,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void StoreFourRotations(
   const __m128 packed = _mm_movelh_ps(_mm_unpacklo_ps(n2[0], n2[1]),
                                       _mm_unpacklo_ps(n2[2], n2[3]));
   const __m128 inverse = _mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(packed));
-  const int degenerate = _mm_movemask_ps(
-      _mm_cmple_ps(packed, _mm_set1_ps(kMinQuatSquaredNorm)));
+  const int degenerate =
+      _mm_movemask_ps(_mm_cmple_ps(packed, _mm_set1_ps(kMinQuatSquaredNorm)));
   const __m128 r[4] = {
       _mm_shuffle_ps(inverse, inverse, _MM_SHUFFLE(0, 0, 0, 0)),
       _mm_shuffle_ps(inverse, inverse, _MM_SHUFFLE(1, 1, 1, 1)),
@@ -139,8 +139,7 @@ inline void BlendFourJoints(const Contributor* c, int count, int j,
     for (int k = 0; k < 4; ++k) {
       q[k] = AccumulateJoint(c, count, j + k, out + j + k, &first[k]);
     }
-    Transform* const outs[4] = {out + j, out + j + 1, out + j + 2,
-                                out + j + 3};
+    Transform* const outs[4] = {out + j, out + j + 1, out + j + 2, out + j + 3};
     StoreFourRotations(q, first, outs);
     return;
   }
@@ -158,8 +157,7 @@ inline void BlendFourJoints(const Contributor* const c[4], const int count[4],
     for (int k = 0; k < 4; ++k) {
       q[k] = AccumulateJoint(c[k], count[k], j[k], out + j[k], &first[k]);
     }
-    Transform* const outs[4] = {out + j[0], out + j[1], out + j[2],
-                                out + j[3]};
+    Transform* const outs[4] = {out + j[0], out + j[1], out + j[2], out + j[3]};
     StoreFourRotations(q, first, outs);
     return;
   }

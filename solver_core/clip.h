@@ -8,10 +8,9 @@
 #ifndef POSEWIRE_SOLVER_CORE_CLIP_H_
 #define POSEWIRE_SOLVER_CORE_CLIP_H_
 
+#include <Eigen/Geometry>
 #include <string>
 #include <vector>
-
-#include <Eigen/Geometry>
 
 #include "absl/status/status.h"
 #include "solver_core/skeleton.h"

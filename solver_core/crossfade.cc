@@ -113,9 +113,9 @@ namespace {
 absl::Status CheckPlaybackValues(const CrossfadeJob& job, const ClipPlayback& p,
                                  absl::string_view field) {
   if (p.clip < 0 || p.clip >= static_cast<int>(job.clips.size())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".clip: ", p.clip, " is out of range [0, ",
-                     job.clips.size(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(field, ".clip: ", p.clip,
+                                                   " is out of range [0, ",
+                                                   job.clips.size(), ")"));
   }
   if (!std::isfinite(p.time)) {
     return absl::InvalidArgumentError(
@@ -254,8 +254,7 @@ absl::Status Step(const CrossfadeJob& job, bool checked) {
   CrossfadeWorkspace& ws = job.workspace != nullptr ? *job.workspace : local;
   // Keep each playback's cursor with it when fades leave the queue (only a
   // speed matter: cursors are hints).
-  if (finished >= 0 &&
-      ws.cursors.size() > static_cast<size_t>(first_active)) {
+  if (finished >= 0 && ws.cursors.size() > static_cast<size_t>(first_active)) {
     ws.cursors.erase(ws.cursors.begin(), ws.cursors.begin() + first_active);
   }
   const size_t layers_needed = static_cast<size_t>(num_fades - finished);
@@ -297,9 +296,8 @@ absl::Status Step(const CrossfadeJob& job, bool checked) {
     blend.output = pose;
     for (int i = first_active; i < num_fades; ++i) {
       const Fade& f = fades[i];
-      if (absl::Status s =
-              sample(f.target, &ws.cursors[i - finished],
-                     absl::MakeSpan(ws.scratch));
+      if (absl::Status s = sample(f.target, &ws.cursors[i - finished],
+                                  absl::MakeSpan(ws.scratch));
           !s.ok()) {
         return SamplingError(s, i, f.target.clip);
       }
@@ -322,8 +320,8 @@ absl::Status CrossfadeJob::Validate() const {
   if (absl::Status s = ValidateState(*this); !s.ok()) return s;
   const CrossfadeState& s = *state;
   if (s.current.clip < 0) return absl::OkStatus();
-  if (absl::Status st = CheckPlayback(*this, s.current,
-                                      "crossfade.state.current");
+  if (absl::Status st =
+          CheckPlayback(*this, s.current, "crossfade.state.current");
       !st.ok()) {
     return st;
   }

@@ -92,11 +92,10 @@
 #ifndef POSEWIRE_SOLVER_CORE_FULL_BODY_BIPED_IK_H_
 #define POSEWIRE_SOLVER_CORE_FULL_BODY_BIPED_IK_H_
 
+#include <Eigen/Geometry>
 #include <array>
 #include <string>
 #include <vector>
-
-#include <Eigen/Geometry>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"

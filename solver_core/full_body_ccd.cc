@@ -1,10 +1,9 @@
 #include "solver_core/full_body_ccd.h"
 
+#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
 #include <string>
-
-#include <Eigen/Eigenvalues>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"

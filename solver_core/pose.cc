@@ -37,10 +37,10 @@ absl::Status ValidateTransform(const Transform& t, absl::string_view field,
   }
   const float norm = t.rotation.norm();
   if (!(std::fabs(norm - 1.0f) <= kUnitQuaternionTolerance)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        JointLabel(field, joint, joint_name), ": rotation norm ", norm,
-        " is not 1 (tolerance ", kUnitQuaternionTolerance,
-        "); send a unit quaternion"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(JointLabel(field, joint, joint_name), ": rotation norm ",
+                     norm, " is not 1 (tolerance ", kUnitQuaternionTolerance,
+                     "); send a unit quaternion"));
   }
   return absl::OkStatus();
 }

@@ -6,10 +6,10 @@
 #ifndef POSEWIRE_SOLVER_CORE_POSE_H_
 #define POSEWIRE_SOLVER_CORE_POSE_H_
 
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "solver_core/skeleton.h"
 #include "solver_core/transform.h"

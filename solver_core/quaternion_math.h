@@ -16,10 +16,9 @@
 #ifndef POSEWIRE_SOLVER_CORE_QUATERNION_MATH_H_
 #define POSEWIRE_SOLVER_CORE_QUATERNION_MATH_H_
 
+#include <Eigen/Geometry>
 #include <cmath>
 #include <cstddef>
-
-#include <Eigen/Geometry>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -154,7 +153,6 @@ inline constexpr float kScreenMaxSquaredNorm =
     (1.0f + kUnitQuaternionTolerance) * (1.0f + kUnitQuaternionTolerance) *
     0.9999f;
 
-
 // Cheap screen for ValidateTransform's conditions (finite components, unit
 // rotation within kUnitQuaternionTolerance): x - x is NaN exactly when x is
 // NaN or infinite. Callers run ValidateTransform when it fails, to decide
@@ -166,16 +164,16 @@ inline bool TransformLooksValid(const Transform& t) {
     const __m128 tr = simd::LoadXyz(p);
     const __m128 q = _mm_loadu_ps(p + 4);
     const __m128 sc = simd::LoadXyz(p + 8);
-    const __m128 z = _mm_add_ps(_mm_add_ps(_mm_sub_ps(tr, tr), _mm_sub_ps(q, q)),
-                                _mm_sub_ps(sc, sc));
+    const __m128 z = _mm_add_ps(
+        _mm_add_ps(_mm_sub_ps(tr, tr), _mm_sub_ps(q, q)), _mm_sub_ps(sc, sc));
     const float n2 = _mm_cvtss_f32(simd::Dot4(q, q));
     return _mm_movemask_ps(_mm_cmpeq_ps(z, _mm_setzero_ps())) == 0xF &&
            n2 >= kScreenMinSquaredNorm && n2 <= kScreenMaxSquaredNorm;
   }
 #endif
   const Eigen::Vector4f& q = t.rotation.coeffs();
-  const float finite = (t.translation - t.translation).sum() +
-                       (q - q).sum() + (t.scale - t.scale).sum();
+  const float finite = (t.translation - t.translation).sum() + (q - q).sum() +
+                       (t.scale - t.scale).sum();
   const float n2 = Dot4(q, q);
   return finite == 0.0f && n2 >= kScreenMinSquaredNorm &&
          n2 <= kScreenMaxSquaredNorm;
@@ -205,8 +203,7 @@ class DeferredNormalizer {
       }
       const __m128 packed = _mm_movelh_ps(_mm_unpacklo_ps(n2[0], n2[1]),
                                           _mm_unpacklo_ps(n2[2], n2[3]));
-      const __m128 inverse =
-          _mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(packed));
+      const __m128 inverse = _mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(packed));
       const int degenerate = _mm_movemask_ps(
           _mm_cmple_ps(packed, _mm_set1_ps(kMinQuatSquaredNorm)));
       const __m128 r[4] = {

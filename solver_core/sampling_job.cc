@@ -44,8 +44,7 @@ ABSL_ATTRIBUTE_NOINLINE int SearchKey(const float* times, int n, float t,
     hi = std::min(n, lo + step);
   }
   int found =
-      static_cast<int>(std::upper_bound(times + lo, times + hi, t) - times) -
-      1;
+      static_cast<int>(std::upper_bound(times + lo, times + hi, t) - times) - 1;
   found = std::clamp(found, 0, n - 2);
   *hint = found;
   return found;

@@ -12,9 +12,9 @@ absl::StatusOr<Skeleton> Skeleton::Create(SkeletonDesc desc) {
   const size_t n = desc.parents.size();
   // Sizes first: names without parents is a mismatch, not an empty skeleton.
   if (desc.joint_names.size() != n) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "skeleton.joint_names: ", desc.joint_names.size(),
-        " names for ", n, " parents"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("skeleton.joint_names: ", desc.joint_names.size(),
+                     " names for ", n, " parents"));
   }
   if (desc.rest_pose.size() != n) {
     return absl::InvalidArgumentError(
@@ -25,9 +25,8 @@ absl::StatusOr<Skeleton> Skeleton::Create(SkeletonDesc desc) {
     return absl::InvalidArgumentError("skeleton: no joints");
   }
   if (n > static_cast<size_t>(kMaxSkeletonJoints)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("skeleton: ", n, " joints exceed the maximum of ",
-                     kMaxSkeletonJoints));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "skeleton: ", n, " joints exceed the maximum of ", kMaxSkeletonJoints));
   }
 
   Skeleton s;
@@ -59,8 +58,8 @@ absl::StatusOr<Skeleton> Skeleton::Create(SkeletonDesc desc) {
           "order; a cycle or self-parent also ends here)"));
     }
     const Transform& rest = desc.rest_pose[i];
-    absl::Status status = ValidateTransform(
-        rest, "skeleton.rest_pose", static_cast<int>(i), name);
+    absl::Status status = ValidateTransform(rest, "skeleton.rest_pose",
+                                            static_cast<int>(i), name);
     if (!status.ok()) return status;
   }
 

@@ -8,11 +8,11 @@
 #define POSEWIRE_SOLVER_CORE_SKELETON_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "solver_core/transform.h"
 

@@ -9,7 +9,9 @@ namespace posewire::cli {
 namespace {
 
 template <typename T>
-size_t CountKeys(const Track<T>& track) { return track.times.size(); }
+size_t CountKeys(const Track<T>& track) {
+  return track.times.size();
+}
 
 }  // namespace
 
@@ -23,12 +25,11 @@ std::string FormatAsset(const ImportedAsset& asset) {
     const int parent = skeleton.parent(j);
     const Eigen::Vector3f& t = skeleton.rest_pose()[j].translation;
     const std::string indent(2 * (skeleton.Depth(j) - 1), ' ');
-    absl::StrAppendFormat(&out, "  %3d  %s%-*s  parent %-4s (%.4g, %.4g, %.4g)\n",
-                          j, indent,
-                          std::max(1, 28 - static_cast<int>(indent.size())),
-                          skeleton.joint_name(j),
-                          parent == kNoParent ? "-" : absl::StrCat(parent),
-                          t.x(), t.y(), t.z());
+    absl::StrAppendFormat(
+        &out, "  %3d  %s%-*s  parent %-4s (%.4g, %.4g, %.4g)\n", j, indent,
+        std::max(1, 28 - static_cast<int>(indent.size())),
+        skeleton.joint_name(j),
+        parent == kNoParent ? "-" : absl::StrCat(parent), t.x(), t.y(), t.z());
   }
   if (!asset.end_sites.empty()) {
     absl::StrAppend(&out, "\nEnd sites: ", asset.end_sites.size(), "\n");

@@ -127,29 +127,27 @@ int Info() {
   grpc::Status status = stub->GetInfo(&context, {}, &info);
   if (!status.ok()) return Fail(Describe(status));
   const posewire::v1::Limits& limits = info.limits();
-  std::cout << "server:      " << absl::GetFlag(FLAGS_server) << "\n"
-            << "version:     " << info.version() << "\n"
-            << "revision:    " << info.git_revision() << "\n"
-            << "threads:     " << info.solver_threads() << "\n"
-            << "limits:\n"
-            << "  max_message_bytes:        " << limits.max_message_bytes()
-            << "\n"
-            << "  max_joints_per_skeleton:  "
-            << limits.max_joints_per_skeleton() << "\n"
-            << "  max_characters_per_batch: "
-            << limits.max_characters_per_batch() << "\n"
-            << "  max_solver_iterations:    " << limits.max_solver_iterations()
-            << "\n"
-            << "  max_sessions:             " << limits.max_sessions() << "\n"
-            << "  max_objects_per_session:  "
-            << limits.max_objects_per_session() << "\n"
-            << "  skeleton_cache_size:      " << limits.skeleton_cache_size()
-            << "\n"
-            << "operations:  "
-            << (info.operations().empty()
-                    ? std::string("(none)")
-                    : absl::StrJoin(info.operations(), ", "))
-            << "\n";
+  std::cout
+      << "server:      " << absl::GetFlag(FLAGS_server) << "\n"
+      << "version:     " << info.version() << "\n"
+      << "revision:    " << info.git_revision() << "\n"
+      << "threads:     " << info.solver_threads() << "\n"
+      << "limits:\n"
+      << "  max_message_bytes:        " << limits.max_message_bytes() << "\n"
+      << "  max_joints_per_skeleton:  " << limits.max_joints_per_skeleton()
+      << "\n"
+      << "  max_characters_per_batch: " << limits.max_characters_per_batch()
+      << "\n"
+      << "  max_solver_iterations:    " << limits.max_solver_iterations()
+      << "\n"
+      << "  max_sessions:             " << limits.max_sessions() << "\n"
+      << "  max_objects_per_session:  " << limits.max_objects_per_session()
+      << "\n"
+      << "  skeleton_cache_size:      " << limits.skeleton_cache_size() << "\n"
+      << "operations:  "
+      << (info.operations().empty() ? std::string("(none)")
+                                    : absl::StrJoin(info.operations(), ", "))
+      << "\n";
   return 0;
 }
 

@@ -32,7 +32,8 @@ std::unique_ptr<Client> Client::Connect(const std::string& target,
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
   return std::make_unique<Client>(
-      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args),
+      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                args),
       options);
 }
 
@@ -51,7 +52,8 @@ absl::StatusOr<v1::GetInfoResponse> Client::GetInfo() {
   return response;
 }
 
-absl::StatusOr<v1::SolveResponse> Client::Solve(const v1::SolveRequest& request) {
+absl::StatusOr<v1::SolveResponse> Client::Solve(
+    const v1::SolveRequest& request) {
   grpc::ClientContext context;
   SetDeadline(context, options_.timeout);
   v1::SolveResponse response;
@@ -96,7 +98,8 @@ absl::StatusOr<v1::SolveResponse> Client::SolveWithSkeletonCache(
   if (absl::IsNotFound(response.status()) && !inline_skeletons.empty()) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [index, skeleton] : inline_skeletons) {
-      v1::SkeletonRef* ref = request.mutable_characters(index)->mutable_skeleton();
+      v1::SkeletonRef* ref =
+          request.mutable_characters(index)->mutable_skeleton();
       known_hashes_.erase(ref->hash());
       *ref->mutable_skeleton() = std::move(skeleton);
     }
@@ -159,8 +162,8 @@ absl::Status Session::RegisterSkeleton(const std::string& id,
                                        const Skeleton& skeleton) {
   v1::SessionRequest request;
   request.mutable_register_skeleton()->set_id(id);
-  server::SkeletonToProto(skeleton,
-                          request.mutable_register_skeleton()->mutable_skeleton());
+  server::SkeletonToProto(
+      skeleton, request.mutable_register_skeleton()->mutable_skeleton());
   return Register(request);
 }
 

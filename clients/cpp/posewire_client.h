@@ -8,11 +8,11 @@
 #ifndef POSEWIRE_CLIENTS_CPP_POSEWIRE_CLIENT_H_
 #define POSEWIRE_CLIENTS_CPP_POSEWIRE_CLIENT_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <mutex>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -74,7 +74,8 @@ class Session {
  public:
   ~Session();
 
-  absl::Status RegisterSkeleton(const std::string& id, const Skeleton& skeleton);
+  absl::Status RegisterSkeleton(const std::string& id,
+                                const Skeleton& skeleton);
   absl::Status RegisterClip(const std::string& id,
                             const std::string& skeleton_id, const Clip& clip);
   absl::Status RegisterRig(
@@ -99,7 +100,8 @@ class Session {
   absl::Status Register(const v1::SessionRequest& request);
 
   std::unique_ptr<grpc::ClientContext> context_;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>>
+  std::unique_ptr<
+      grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>>
       stream_;
   bool closed_ = false;
 };

@@ -159,7 +159,8 @@ class Builder {
       for (size_t i = 0; i < limbs_.size() && i < 4; ++i) {
         v1::BipedEffector* e = fb->add_effectors();
         e->set_id(ids[i]);
-        *e->mutable_position() = ToVec3(later[limbs_[i].end].translation + offset);
+        *e->mutable_position() =
+            ToVec3(later[limbs_[i].end].translation + offset);
         e->set_position_weight(1.0f);
       }
       return;

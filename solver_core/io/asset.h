@@ -2,10 +2,9 @@
 #ifndef POSEWIRE_SOLVER_CORE_IO_ASSET_H_
 #define POSEWIRE_SOLVER_CORE_IO_ASSET_H_
 
+#include <Eigen/Core>
 #include <string>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "solver_core/clip.h"
 #include "solver_core/skeleton.h"
@@ -15,8 +14,8 @@ namespace posewire {
 // A BVH "End Site": a tip point below a leaf joint. Not a joint (it has no
 // channels), but IK chains often want it as their end effector.
 struct EndSite {
-  int joint = -1;                                       // the leaf it hangs off
-  Eigen::Vector3f offset = Eigen::Vector3f::Zero();     // in that joint's space
+  int joint = -1;                                    // the leaf it hangs off
+  Eigen::Vector3f offset = Eigen::Vector3f::Zero();  // in that joint's space
 };
 
 struct ImportedAsset {

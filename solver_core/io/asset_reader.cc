@@ -14,8 +14,8 @@ absl::StatusOr<ImportedAsset> ReadAssetFile(const std::string& path) {
   if (absl::EndsWith(lower, ".gltf") || absl::EndsWith(lower, ".glb")) {
     return ReadGltfFile(path);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(path, ": unsupported file type (expected .bvh, .gltf or .glb)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": unsupported file type (expected .bvh, .gltf or .glb)"));
 }
 
 }  // namespace posewire

@@ -38,9 +38,9 @@
 #define POSEWIRE_SOLVER_CORE_IO_BVH_READER_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "solver_core/io/asset.h"
 
 namespace posewire {

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <Eigen/Geometry>
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -16,8 +17,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <Eigen/Geometry>
 
 // Debian's libtinygltf ships the implementation in libtinygltf.so (built with
 // stb_image and nlohmann json), so only the declarations are included here:

@@ -6,13 +6,13 @@
 
 #include "solver_core/additive_job.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <Eigen/Geometry>
 #include <cmath>
 #include <limits>
 #include <vector>
-
-#include <Eigen/Geometry>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "solver_core/pose.h"
 #include "solver_core/sampling_job.h"
@@ -87,8 +87,8 @@ TEST_F(AdditiveTest, MakeAdditive_DeltaOfAPoseWithItselfIsTheIdentity) {
     for (int j = 0; j < kJoints; ++j) {
       EXPECT_EQ(out[j].translation, input_[j].translation) << j;
       EXPECT_EQ(out[j].scale, input_[j].scale) << j;
-      EXPECT_TRUE(out[j].rotation.coeffs().isApprox(input_[j].rotation.coeffs(),
-                                                    1e-7f))
+      EXPECT_TRUE(
+          out[j].rotation.coeffs().isApprox(input_[j].rotation.coeffs(), 1e-7f))
           << j;
     }
   }
@@ -102,8 +102,9 @@ TEST_F(AdditiveTest, Additive_FullWeightFollowsTheSeedsFormula) {
   for (int j = 0; j < kJoints; ++j) {
     const Eigen::Vector3f t = input_[j].translation +
                               (additive_[j].translation - base_[j].translation);
-    const Eigen::Quaternionf r =
-        input_[j].rotation * base_[j].rotation.inverse() * additive_[j].rotation;
+    const Eigen::Quaternionf r = input_[j].rotation *
+                                 base_[j].rotation.inverse() *
+                                 additive_[j].rotation;
     const Eigen::Vector3f s = input_[j].scale.cwiseProduct(
         additive_[j].scale.cwiseQuotient(base_[j].scale));
     EXPECT_TRUE(out[j].translation.isApprox(t, 1e-5f)) << j;
@@ -152,8 +153,8 @@ TEST_F(AdditiveTest, Additive_HalfWeightAppliesHalfTheRotationAngle) {
   const LocalPose out = Apply(input_, delta, 0.5f);
   for (int j = 0; j < kJoints; ++j) {
     const Eigen::Quaternionf half =
-        input_[j].rotation * Eigen::Quaternionf(
-                                 Eigen::AngleAxisf(0.1f * (j + 1), axis));
+        input_[j].rotation *
+        Eigen::Quaternionf(Eigen::AngleAxisf(0.1f * (j + 1), axis));
     EXPECT_LT(AngleBetween(out[j].rotation, half), 1e-5f) << j;
     EXPECT_TRUE(out[j].translation.isApprox(
         input_[j].translation + Eigen::Vector3f(j, 1, 2) * 0.5f, 1e-6f));

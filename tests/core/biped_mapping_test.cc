@@ -7,10 +7,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <Eigen/Geometry>
 #include <string>
 #include <vector>
-
-#include <Eigen/Geometry>
 
 #include "absl/status/status.h"
 #include "solver_core/io/bvh_reader.h"

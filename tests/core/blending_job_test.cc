@@ -6,14 +6,14 @@
 
 #include "solver_core/blending_job.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <Eigen/Geometry>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
-
-#include <Eigen/Geometry>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "solver_core/pose.h"
 #include "solver_core/quaternion_math.h"
@@ -108,10 +108,10 @@ TEST_F(BlendingTest, Blend_TranslationAndScaleAreNormalisedWeightedAverages) {
                                b_[j].translation.cast<double>() * w[1] +
                                c_[j].translation.cast<double>() * w[2]) /
                               total;
-    const Eigen::Vector3d s = (a_[j].scale.cast<double>() * w[0] +
-                               b_[j].scale.cast<double>() * w[1] +
-                               c_[j].scale.cast<double>() * w[2]) /
-                              total;
+    const Eigen::Vector3d s =
+        (a_[j].scale.cast<double>() * w[0] + b_[j].scale.cast<double>() * w[1] +
+         c_[j].scale.cast<double>() * w[2]) /
+        total;
     EXPECT_TRUE(out[j].translation.cast<double>().isApprox(t, 1e-6)) << j;
     EXPECT_TRUE(out[j].scale.cast<double>().isApprox(s, 1e-6)) << j;
     EXPECT_NEAR(out[j].rotation.norm(), 1.0f, 1e-6f);
@@ -346,7 +346,8 @@ TEST(QuaternionMathTest, QuaternionMath_SimdKernelsMatchScalarFormulas) {
     const float xz = a.x() * b.x() + a.z() * b.z();
     const float yw = a.y() * b.y() + a.w() * b.w();
     EXPECT_EQ(Dot4(a, b), xz + yw);
-    const Eigen::Quaternionf n = NormalizedOr(b, Eigen::Quaternionf::Identity());
+    const Eigen::Quaternionf n =
+        NormalizedOr(b, Eigen::Quaternionf::Identity());
     EXPECT_TRUE(n.coeffs().isApprox(b.normalized(), 1e-6f));
   }
   // DeferredNormalizer: NormalizedOr's bits, four at a time and for a tail.
@@ -357,7 +358,8 @@ TEST(QuaternionMathTest, QuaternionMath_SimdKernelsMatchScalarFormulas) {
                               rng.Uniform(-1, 1), rng.Uniform(-1, 1));
   }
   q[2] = Eigen::Quaternionf(0, 0, 0, 0);  // degenerate: the fallback
-  for (int k = 0; k < 7; ++k) expected[k] = NormalizedOr(q[k].coeffs(), fallback);
+  for (int k = 0; k < 7; ++k)
+    expected[k] = NormalizedOr(q[k].coeffs(), fallback);
   DeferredNormalizer normalizer;
   for (int k = 0; k < 7; ++k) normalizer.Add(&q[k], &fallback);
   normalizer.Flush();
@@ -383,8 +385,8 @@ TEST(QuaternionMathTest, QuaternionMath_ScreensAgreeWithValidateTransform) {
       cases.push_back(t);
     }
   }
-  for (float norm : {0.9f, 0.998f, 0.9991f, 0.99995f, 1.0f, 1.0009f, 1.0011f,
-                     1.2f}) {
+  for (float norm :
+       {0.9f, 0.998f, 0.9991f, 0.99995f, 1.0f, 1.0009f, 1.0011f, 1.2f}) {
     Transform t = rng.RandomTransform();
     t.rotation.coeffs() *= norm;
     cases.push_back(t);

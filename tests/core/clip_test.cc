@@ -4,15 +4,15 @@
 
 #include "solver_core/clip.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <Eigen/Geometry>
 #include <initializer_list>
 #include <limits>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <Eigen/Geometry>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "absl/status/status.h"
 #include "solver_core/pose.h"
@@ -57,10 +57,12 @@ Clip ValidClip() {
                              Eigen::Vector3f(2, 1, 0)};
   hips.rotation.interpolation = Interpolation::kCubicSpline;
   hips.rotation.times = {0.0f, 2.0f};
-  hips.rotation.values = {
-      Eigen::Quaternionf(0, 0, 0, 0),      Turn(0.0f),
-      Eigen::Quaternionf(0.3f, 0, 0.1f, 0), Eigen::Quaternionf(2, 1, 0, 0),
-      Turn(1.0f),                           Eigen::Quaternionf(0, 0, 0, 0)};
+  hips.rotation.values = {Eigen::Quaternionf(0, 0, 0, 0),
+                          Turn(0.0f),
+                          Eigen::Quaternionf(0.3f, 0, 0.1f, 0),
+                          Eigen::Quaternionf(2, 1, 0, 0),
+                          Turn(1.0f),
+                          Eigen::Quaternionf(0, 0, 0, 0)};
   hips.scale.interpolation = Interpolation::kStep;
   hips.scale.times = {0.5f};
   hips.scale.values = {Eigen::Vector3f(1, 1, 1)};
@@ -85,8 +87,7 @@ constexpr char kHipsTranslation[] =
     "clip 'walk' joint 0 'Hips' translation track";
 constexpr char kHipsRotation[] = "clip 'walk' joint 0 'Hips' rotation track";
 constexpr char kHipsScale[] = "clip 'walk' joint 0 'Hips' scale track";
-constexpr char kSpineRotation[] =
-    "clip 'walk' joint 1 'Spine' rotation track";
+constexpr char kSpineRotation[] = "clip 'walk' joint 1 'Spine' rotation track";
 
 TEST(Clip, ValidClipWithStepLinearAndCubicTracksIsAccepted) {
   const Skeleton skeleton = TwoJointSkeleton();
@@ -153,9 +154,9 @@ TEST(Clip, LinearValueCountMismatchIsRejected) {
   const Skeleton skeleton = TwoJointSkeleton();
   Clip clip = ValidClip();
   clip.tracks[0].translation.values.pop_back();
-  ExpectInvalid(clip.Validate(skeleton),
-                {kHipsTranslation, "2 values for 3 linear keys",
-                 "(expected 3)"});
+  ExpectInvalid(
+      clip.Validate(skeleton),
+      {kHipsTranslation, "2 values for 3 linear keys", "(expected 3)"});
 }
 
 TEST(Clip, StepValueCountMismatchIsRejected) {
@@ -171,9 +172,9 @@ TEST(Clip, CubicSplineNeedsThreeValuesPerKey) {
   Clip clip = ValidClip();
   // One value per key, as a linear track would have: wrong for cubic.
   clip.tracks[0].rotation.values = {Turn(0.0f), Turn(1.0f)};
-  ExpectInvalid(clip.Validate(skeleton),
-                {kHipsRotation, "2 values for 2 cubic-spline keys",
-                 "(expected 6)"});
+  ExpectInvalid(
+      clip.Validate(skeleton),
+      {kHipsRotation, "2 values for 2 cubic-spline keys", "(expected 6)"});
   clip = ValidClip();
   clip.tracks[0].rotation.values.pop_back();
   ExpectInvalid(clip.Validate(skeleton),
@@ -189,9 +190,9 @@ TEST(Clip, ValuesWithoutKeysAreRejected) {
   const Skeleton skeleton = TwoJointSkeleton();
   Clip clip = ValidClip();
   clip.tracks[1].translation.values = {Eigen::Vector3f::Zero()};
-  ExpectInvalid(clip.Validate(skeleton),
-                {"clip 'walk' joint 1 'Spine' translation track",
-                 "1 values for 0"});
+  ExpectInvalid(
+      clip.Validate(skeleton),
+      {"clip 'walk' joint 1 'Spine' translation track", "1 values for 0"});
 }
 
 TEST(Clip, UnknownInterpolationIsRejected) {
@@ -231,18 +232,16 @@ TEST(Clip, EqualKeyTimesAreRejected) {
   const Skeleton skeleton = TwoJointSkeleton();
   Clip clip = ValidClip();
   clip.tracks[0].translation.times = {0.0f, 1.0f, 1.0f};
-  ExpectInvalid(clip.Validate(skeleton),
-                {kHipsTranslation, "key 2 time 1", "does not increase",
-                 "previous 1"});
+  ExpectInvalid(clip.Validate(skeleton), {kHipsTranslation, "key 2 time 1",
+                                          "does not increase", "previous 1"});
 }
 
 TEST(Clip, DecreasingKeyTimesAreRejected) {
   const Skeleton skeleton = TwoJointSkeleton();
   Clip clip = ValidClip();
   clip.tracks[1].rotation.times = {0.0f, 1.5f, 0.5f};
-  ExpectInvalid(clip.Validate(skeleton),
-                {kSpineRotation, "key 2 time 0.5", "does not increase",
-                 "previous 1.5"});
+  ExpectInvalid(clip.Validate(skeleton), {kSpineRotation, "key 2 time 0.5",
+                                          "does not increase", "previous 1.5"});
 }
 
 TEST(Clip, NonFiniteValueIsRejectedInEveryTrackKind) {

@@ -7,15 +7,15 @@
 
 #include "solver_core/crossfade.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <Eigen/Geometry>
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
-
-#include <Eigen/Geometry>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "solver_core/io/bvh_reader.h"
 #include "solver_core/pose.h"
@@ -49,9 +49,9 @@ Clip RampClip(const std::string& name, float duration, float x0, float slope,
                 Eigen::Vector3f(x0 + j + slope * duration, 0, 0)};
     Track<Eigen::Quaternionf>& r = clip.tracks[j].rotation;
     r.times = {0.0f, duration};
-    r.values = {Eigen::Quaternionf::Identity(),
-                Eigen::Quaternionf(
-                    Eigen::AngleAxisf(turn, Eigen::Vector3f::UnitZ()))};
+    r.values = {
+        Eigen::Quaternionf::Identity(),
+        Eigen::Quaternionf(Eigen::AngleAxisf(turn, Eigen::Vector3f::UnitZ()))};
   }
   return clip;
 }
@@ -96,9 +96,8 @@ class CrossfadeTest : public ::testing::Test {
 };
 
 TEST_F(CrossfadeTest, FadeTo_WithNothingPlayingStartsTheClipAtOnce) {
-  const CrossfadeState s =
-      FadeOrDie(CrossfadeState{}, {.clip = 1, .duration = 0.5f,
-                                   .start_time = 0.25f});
+  const CrossfadeState s = FadeOrDie(
+      CrossfadeState{}, {.clip = 1, .duration = 0.5f, .start_time = 0.25f});
   EXPECT_EQ(s.current.clip, 1);
   EXPECT_EQ(s.current.time, 0.25f);
   EXPECT_TRUE(s.fades.empty());
@@ -126,9 +125,8 @@ TEST_F(CrossfadeTest, FadeTo_RejectsBadRequestsAndAFullQueue) {
               HasSubstr("fade_to.duration"));
   EXPECT_THAT(FadeTo(s, {.clip = 1, .duration = kNaN}).status().message(),
               HasSubstr("fade_to.duration"));
-  EXPECT_THAT(
-      FadeTo(s, {.clip = 1, .start_time = kNaN}).status().message(),
-      HasSubstr("fade_to.start_time"));
+  EXPECT_THAT(FadeTo(s, {.clip = 1, .start_time = kNaN}).status().message(),
+              HasSubstr("fade_to.start_time"));
   CrossfadeState full = s;
   for (int i = 0; i < kMaxQueuedFades; ++i) {
     full = FadeOrDie(full, {.clip = 1 + i % 2});
@@ -155,8 +153,8 @@ TEST_F(CrossfadeTest, Step_WithoutFadesPlaysTheCurrentClip) {
 
 TEST_F(CrossfadeTest, Step_MidFadeBlendsBothClipsByTheCurveWeight) {
   for (FadeCurve curve : {FadeCurve::kLinear, FadeCurve::kSmoothstep}) {
-    CrossfadeState s = FadeOrDie(
-        Play(0, 0.5f), {.clip = 1, .duration = 1.0f, .curve = curve});
+    CrossfadeState s =
+        FadeOrDie(Play(0, 0.5f), {.clip = 1, .duration = 1.0f, .curve = curve});
     LocalPose pose;
     s = Step(s, 0.25f, &pose);
     ASSERT_EQ(s.fades.size(), 1u);
@@ -168,8 +166,9 @@ TEST_F(CrossfadeTest, Step_MidFadeBlendsBothClipsByTheCurveWeight) {
     const LocalPose a = Sample(0, 0.75f, PlaybackMode::kLoop);
     const LocalPose b = Sample(1, 0.25f, PlaybackMode::kLoop);
     for (int j = 0; j < kJoints; ++j) {
-      const Eigen::Vector3d expected = a[j].translation.cast<double>() * (1 - w) +
-                                       b[j].translation.cast<double>() * w;
+      const Eigen::Vector3d expected =
+          a[j].translation.cast<double>() * (1 - w) +
+          b[j].translation.cast<double>() * w;
       EXPECT_TRUE(pose[j].translation.cast<double>().isApprox(expected, 1e-6))
           << j << ": " << pose[j].translation.transpose();
     }
@@ -207,9 +206,8 @@ TEST_F(CrossfadeTest, Step_ZeroDtChangesNothingButCutsZeroLengthFades) {
   for (int j = 0; j < kJoints; ++j) EXPECT_TRUE(SameBits(pose[j], again[j]));
 
   // A zero-length fade is a cut, even with dt = 0.
-  CrossfadeState cut = FadeOrDie(Play(0, 0.3f),
-                                 {.clip = 2, .duration = 0.0f,
-                                  .start_time = 0.5f});
+  CrossfadeState cut = FadeOrDie(
+      Play(0, 0.3f), {.clip = 2, .duration = 0.0f, .start_time = 0.5f});
   cut = Step(cut, 0.0f, &pose);
   EXPECT_EQ(cut.current.clip, 2);
   EXPECT_TRUE(cut.fades.empty());
@@ -218,8 +216,8 @@ TEST_F(CrossfadeTest, Step_ZeroDtChangesNothingButCutsZeroLengthFades) {
 }
 
 TEST_F(CrossfadeTest, Step_DtLongerThanTheFadeFinishesItInOneStep) {
-  CrossfadeState s = FadeOrDie(Play(0), {.clip = 1, .duration = 0.2f,
-                                         .start_time = 1.0f});
+  CrossfadeState s =
+      FadeOrDie(Play(0), {.clip = 1, .duration = 0.2f, .start_time = 1.0f});
   LocalPose pose;
   s = Step(s, 0.75f, &pose);
   EXPECT_EQ(s.current.clip, 1);
@@ -267,8 +265,8 @@ TEST_F(CrossfadeTest, Step_NothingPlayingGivesTheRestPose) {
 
 TEST_F(CrossfadeTest, Step_SameStateSameBitsWithOrWithoutWorkspace) {
   CrossfadeState s = FadeOrDie(Play(0, 0.1f), {.clip = 1, .duration = 2.0f});
-  s = FadeOrDie(s, {.clip = 2, .duration = 3.0f, .curve =
-                        FadeCurve::kSmoothstep});
+  s = FadeOrDie(s,
+                {.clip = 2, .duration = 3.0f, .curve = FadeCurve::kSmoothstep});
   CrossfadeWorkspace workspace;
   CrossfadeState with = s;
   for (int i = 0; i < 60; ++i) {
@@ -455,8 +453,7 @@ TEST(CrossfadeRealDataTest, Crossfade_CmuClipsReachTheTargetAndStayContinuous) {
         follow_b[j] = qb;
         if (side_switch) {
           ++switches;
-          EXPECT_GE(prev_gap + angle_gap,
-                    2 * kPi - turned_a - turned_b - 1e-3f)
+          EXPECT_GE(prev_gap + angle_gap, 2 * kPi - turned_a - turned_b - 1e-3f)
               << "step " << steps << " joint " << j;
           continue;
         }

@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <Eigen/Geometry>
 #include <array>
 #include <cctype>
 #include <cmath>
@@ -18,8 +19,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <Eigen/Geometry>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -525,8 +524,7 @@ TEST_F(WalkTest, FullBodyBiped_InvertedKneeIsBentBackTheRightWay) {
   job.effector(BipedEffectorId::kLeftFoot).position_weight = 1.0f;
   ASSERT_TRUE(job.Run().ok());
   const std::vector<Eigen::Matrix4d> mo = Fk(s, out);
-  EXPECT_GT(knee_forward(mo),
-            0.1 * LimbLength(rig, mi, BipedLimb::kLeftLeg));
+  EXPECT_GT(knee_forward(mo), 0.1 * LimbLength(rig, mi, BipedLimb::kLeftLeg));
   EXPECT_LE((LimbPos(rig, mo, BipedLimb::kLeftLeg, 2) - target).norm(),
             1e-3 * LimbLength(rig, mi, BipedLimb::kLeftLeg));
 }
@@ -547,8 +545,8 @@ TEST_F(WalkTest, FullBodyBiped_MaintainRelativePositionCarriesTheHand) {
     job.effector(BipedEffectorId::kBody).position =
         (Pos(mi[root]) + shift).cast<float>();
     job.effector(BipedEffectorId::kBody).position_weight = 1.0f;
-    job.effector(BipedEffectorId::kLeftHand)
-        .maintain_relative_position_weight = maintain;
+    job.effector(BipedEffectorId::kLeftHand).maintain_relative_position_weight =
+        maintain;
     ASSERT_TRUE(job.Run().ok());
     const std::vector<Eigen::Matrix4d> mo = Fk(s, out);
     const Eigen::Vector3d moved =

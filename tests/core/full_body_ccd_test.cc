@@ -7,14 +7,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <Eigen/Geometry>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <Eigen/Geometry>
 
 #include "absl/status/status.h"
 #include "solver_core/io/bvh_reader.h"

@@ -5,6 +5,10 @@
 
 #include "solver_core/local_to_model.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <Eigen/Geometry>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,10 +18,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <Eigen/Geometry>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -193,9 +193,8 @@ TEST(LocalToModel, OutputSizeMismatchIsRejected) {
   const LocalPose local = RestPose(skeleton);
   for (size_t size : {0u, 2u, 4u}) {
     ModelPose model(size, Sentinel());
-    LocalToModelJob job{.skeleton = &skeleton,
-                        .local = local,
-                        .model = absl::MakeSpan(model)};
+    LocalToModelJob job{
+        .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
     ExpectInvalid(job.Run(), {"local_to_model.model",
                               absl::StrCat(size, " transforms"), "3 joints"});
     for (const Transform& t : model) EXPECT_TRUE(BitEqual(t, Sentinel()));
@@ -206,9 +205,8 @@ TEST(LocalToModel, LocalSizeMismatchIsRejected) {
   const Skeleton skeleton = ChainSkeleton({-1, 0, 1});
   const LocalPose local(2);
   ModelPose model(3, Sentinel());
-  LocalToModelJob job{.skeleton = &skeleton,
-                      .local = local,
-                      .model = absl::MakeSpan(model)};
+  LocalToModelJob job{
+      .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
   ExpectInvalid(job.Run(),
                 {"local_to_model.local", "2 transforms", "3 joints"});
   for (const Transform& t : model) EXPECT_TRUE(BitEqual(t, Sentinel()));
@@ -253,9 +251,8 @@ TEST(LocalToModel, NonFiniteOrNonUnitLocalTransformIsRejectedNamingJoint) {
         break;
     }
     ModelPose model(3, Sentinel());
-    LocalToModelJob job{.skeleton = &skeleton,
-                        .local = local,
-                        .model = absl::MakeSpan(model)};
+    LocalToModelJob job{
+        .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
     ExpectInvalid(job.Run(), {"local_to_model.local[1] 'j1'", what});
     for (const Transform& t : model) EXPECT_TRUE(BitEqual(t, Sentinel()));
   }
@@ -335,10 +332,10 @@ TEST(LocalToModel, HandBuiltArmReachesKnownPositions) {
   EXPECT_LT((model[1].translation - Eigen::Vector3f(0, 2, 0)).norm(), 1e-5f);
   EXPECT_LT((model[2].translation - Eigen::Vector3f(-2, 2, 0)).norm(), 1e-5f);
   // Joint 2 inherits both quarter turns: its local X points along model -X.
-  EXPECT_LT((model[2].rotation * Eigen::Vector3f::UnitX() -
-             Eigen::Vector3f(-1, 0, 0))
-                .norm(),
-            1e-5f);
+  EXPECT_LT(
+      (model[2].rotation * Eigen::Vector3f::UnitX() - Eigen::Vector3f(-1, 0, 0))
+          .norm(),
+      1e-5f);
   EXPECT_EQ(model[2].scale, Eigen::Vector3f::Constant(2));
 
   // The character placed at x = 10 and turned -90 degrees about Z:
@@ -400,9 +397,8 @@ TEST(LocalToModel, SixtyThousandJointChainAccumulatesExactly) {
         << j;
   }
   LocalPose back(kN);
-  ModelToLocalJob inverse{.skeleton = &skeleton,
-                          .model = model,
-                          .local = absl::MakeSpan(back)};
+  ModelToLocalJob inverse{
+      .skeleton = &skeleton, .model = model, .local = absl::MakeSpan(back)};
   ASSERT_TRUE(inverse.Run().ok());
   for (int j = 0; j < kN; ++j) {
     ASSERT_EQ(back[j], local[j]) << j;
@@ -554,9 +550,8 @@ TEST(ModelToLocal, OutputSizeMismatchIsRejected) {
   const ModelPose model(3);
   for (size_t size : {0u, 2u, 4u}) {
     LocalPose local(size, Sentinel());
-    ModelToLocalJob job{.skeleton = &skeleton,
-                        .model = model,
-                        .local = absl::MakeSpan(local)};
+    ModelToLocalJob job{
+        .skeleton = &skeleton, .model = model, .local = absl::MakeSpan(local)};
     ExpectInvalid(job.Run(), {"model_to_local.local",
                               absl::StrCat(size, " transforms"), "3 joints"});
     for (const Transform& t : local) EXPECT_TRUE(BitEqual(t, Sentinel()));
@@ -567,9 +562,8 @@ TEST(ModelToLocal, ModelSizeMismatchIsRejected) {
   const Skeleton skeleton = ChainSkeleton({-1, 0, 1});
   const ModelPose model(4);
   LocalPose local(3, Sentinel());
-  ModelToLocalJob job{.skeleton = &skeleton,
-                      .model = model,
-                      .local = absl::MakeSpan(local)};
+  ModelToLocalJob job{
+      .skeleton = &skeleton, .model = model, .local = absl::MakeSpan(local)};
   ExpectInvalid(job.Run(),
                 {"model_to_local.model", "4 transforms", "3 joints"});
   for (const Transform& t : local) EXPECT_TRUE(BitEqual(t, Sentinel()));
@@ -599,9 +593,8 @@ TEST(ModelToLocal, NonFiniteOrNonUnitModelTransformIsRejectedNamingJoint) {
         break;
     }
     LocalPose local(3, Sentinel());
-    ModelToLocalJob job{.skeleton = &skeleton,
-                        .model = model,
-                        .local = absl::MakeSpan(local)};
+    ModelToLocalJob job{
+        .skeleton = &skeleton, .model = model, .local = absl::MakeSpan(local)};
     ExpectInvalid(job.Run(), {"model_to_local.model[2] 'j2'", what});
     for (const Transform& t : local) EXPECT_TRUE(BitEqual(t, Sentinel()));
   }
@@ -655,9 +648,8 @@ TEST(ModelToLocal, ZeroScaleOnLeafJointIsAllowed) {
   model[3].translation = Eigen::Vector3f(4, 0, 0);
   model[3].scale = Eigen::Vector3f(0, 2, 0);  // leaf
   LocalPose local(4);
-  ModelToLocalJob job{.skeleton = &skeleton,
-                      .model = model,
-                      .local = absl::MakeSpan(local)};
+  ModelToLocalJob job{
+      .skeleton = &skeleton, .model = model, .local = absl::MakeSpan(local)};
   ASSERT_TRUE(job.Run().ok());
   EXPECT_EQ(local[2].scale, Eigen::Vector3f::Zero());
   EXPECT_EQ(local[2].translation, Eigen::Vector3f(0, 1, 0));
@@ -680,18 +672,16 @@ TEST(ModelToLocal, InvertsLocalToModelOnRandomPosesWithUniformScales) {
                         .local = absl::MakeSpan(back)};
     ASSERT_TRUE(job.Run().ok()) << job.Validate();
     for (int j = 0; j < 120; ++j) {
-      EXPECT_LT((back[j].translation - local[j].translation)
-                    .cwiseAbs()
-                    .maxCoeff(),
-                1e-5f)
+      EXPECT_LT(
+          (back[j].translation - local[j].translation).cwiseAbs().maxCoeff(),
+          1e-5f)
           << "trial " << trial << " joint " << j;
       EXPECT_LT((back[j].rotation.coeffs() - local[j].rotation.coeffs())
                     .cwiseAbs()
                     .maxCoeff(),
                 1e-5f)
           << "trial " << trial << " joint " << j;
-      EXPECT_LT((back[j].scale - local[j].scale).cwiseAbs().maxCoeff(),
-                1e-5f)
+      EXPECT_LT((back[j].scale - local[j].scale).cwiseAbs().maxCoeff(), 1e-5f)
           << "trial " << trial << " joint " << j;
     }
   }
@@ -709,9 +699,8 @@ TEST(ModelToLocal, InvertsLocalToModelUnderNonUniformScale) {
   }
   const ModelPose model = Fk(skeleton, local);
   LocalPose back(60);
-  ModelToLocalJob job{.skeleton = &skeleton,
-                      .model = model,
-                      .local = absl::MakeSpan(back)};
+  ModelToLocalJob job{
+      .skeleton = &skeleton, .model = model, .local = absl::MakeSpan(back)};
   ASSERT_TRUE(job.Run().ok());
   for (int j = 0; j < 60; ++j) {
     EXPECT_LT(
@@ -747,10 +736,9 @@ TEST(ModelToLocal, LocalTimesParentMatrixGivesBackModelMatrix) {
   for (int j = 0; j < 40; ++j) {
     const int p = skeleton.parent(j);
     const Eigen::Matrix4f parent = Matrix(p == kNoParent ? root : model[p]);
-    EXPECT_LT((parent * Matrix(local[j]) - Matrix(model[j]))
-                  .cwiseAbs()
-                  .maxCoeff(),
-              1e-5f)
+    EXPECT_LT(
+        (parent * Matrix(local[j]) - Matrix(model[j])).cwiseAbs().maxCoeff(),
+        1e-5f)
         << j;
   }
 }

@@ -5,6 +5,7 @@
 #ifndef POSEWIRE_TESTS_CORE_POSE_OPS_TEST_UTIL_H_
 #define POSEWIRE_TESTS_CORE_POSE_OPS_TEST_UTIL_H_
 
+#include <Eigen/Geometry>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -12,8 +13,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <Eigen/Geometry>
 
 #include "absl/strings/str_cat.h"
 #include "solver_core/pose.h"
@@ -91,8 +90,7 @@ inline float AngleBetween(const Eigen::Quaternionf& a,
                           const Eigen::Quaternionf& b) {
   const Eigen::Quaterniond d =
       a.cast<double>().normalized().conjugate() * b.cast<double>().normalized();
-  return static_cast<float>(2.0 *
-                            std::atan2(d.vec().norm(), std::fabs(d.w())));
+  return static_cast<float>(2.0 * std::atan2(d.vec().norm(), std::fabs(d.w())));
 }
 
 // True when the two transforms have the same bits (operator== would call

@@ -7,6 +7,10 @@
 
 #include "solver_core/sampling_job.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <Eigen/Geometry>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -14,10 +18,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <Eigen/Geometry>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "solver_core/clip.h"
 #include "solver_core/io/bvh_reader.h"
@@ -71,8 +71,7 @@ Clip MixedClip() {
   clip.tracks[0].rotation = MakeTrack<Eigen::Quaternionf>(
       {0.0f, 1.0f}, {AboutZ(0.2f), AboutZ(2.2f)}, Interpolation::kLinear);
   clip.tracks[0].scale = MakeTrack<Eigen::Vector3f>(
-      {0.25f, 1.0f},
-      {Eigen::Vector3f(1, 1, 1), Eigen::Vector3f(2, 3, 4)},
+      {0.25f, 1.0f}, {Eigen::Vector3f(1, 1, 1), Eigen::Vector3f(2, 3, 4)},
       Interpolation::kStep);
   clip.tracks[2].rotation = MakeTrack<Eigen::Quaternionf>(
       {0.5f, 1.5f}, {AboutZ(-1.0f), AboutZ(1.0f)}, Interpolation::kLinear);
@@ -275,9 +274,8 @@ TEST(SamplingCubicTest, SamplingJob_CubicSplineReproducesACubicPolynomial) {
   }
   ASSERT_TRUE(clip.Validate(skeleton).ok());
   LocalPose pose(1);
-  SamplingJob job{.skeleton = &skeleton,
-                  .clip = &clip,
-                  .output = absl::MakeSpan(pose)};
+  SamplingJob job{
+      .skeleton = &skeleton, .clip = &clip, .output = absl::MakeSpan(pose)};
   for (float t : {0.1f, 0.2f, 0.55f, 0.9f, 1.3f, 1.7f}) {
     job.time = t;
     ASSERT_TRUE(job.Run().ok());
@@ -303,9 +301,8 @@ TEST(SamplingCubicTest, SamplingJob_CubicRotationWithFlatTangentsEasesInOut) {
   rt.values = {zero, AboutZ(0.0f), zero, zero, AboutZ(1.5f), zero};
   ASSERT_TRUE(clip.Validate(skeleton).ok());
   LocalPose pose(1);
-  SamplingJob job{.skeleton = &skeleton,
-                  .clip = &clip,
-                  .output = absl::MakeSpan(pose)};
+  SamplingJob job{
+      .skeleton = &skeleton, .clip = &clip, .output = absl::MakeSpan(pose)};
   const double theta = 1.5;
   for (float t : {0.2f, 0.5f, 0.8f}) {
     job.time = t;
@@ -328,14 +325,13 @@ TEST_F(SamplingTest, SamplingJob_CursorIsOnlyAHint) {
   for (int i = 0; i < 100; ++i) times.push_back(rng.Uniform(-3, 5));
   SamplingCursor cursor;
   for (float t : times) {
-    const LocalPose with = Sample(t, PlaybackMode::kLoop,
-                                  RotationInterpolation::kNlerp, &cursor);
+    const LocalPose with =
+        Sample(t, PlaybackMode::kLoop, RotationInterpolation::kNlerp, &cursor);
     const LocalPose without = Sample(t, PlaybackMode::kLoop);
     SamplingCursor garbage{
         {-7, 1 << 30, 2, 99, -1, 3, 1, 0, std::numeric_limits<int32_t>::min()}};
-    const LocalPose corrupted = Sample(t, PlaybackMode::kLoop,
-                                       RotationInterpolation::kNlerp,
-                                       &garbage);
+    const LocalPose corrupted =
+        Sample(t, PlaybackMode::kLoop, RotationInterpolation::kNlerp, &garbage);
     for (int j = 0; j < 3; ++j) {
       ASSERT_TRUE(SameBits(with[j], without[j])) << "t " << t;
       ASSERT_TRUE(SameBits(corrupted[j], without[j])) << "t " << t;
@@ -376,9 +372,8 @@ TEST_F(SamplingTest, SamplingJob_ZeroLengthClipAlwaysSamplesItsKeys) {
 
 TEST_F(SamplingTest, SamplingJob_RejectsBadInputsNamingTheField) {
   LocalPose pose(3);
-  SamplingJob job{.skeleton = &skeleton_,
-                  .clip = &clip_,
-                  .output = absl::MakeSpan(pose)};
+  SamplingJob job{
+      .skeleton = &skeleton_, .clip = &clip_, .output = absl::MakeSpan(pose)};
   ASSERT_TRUE(job.Validate().ok());
 
   SamplingJob bad = job;
@@ -414,9 +409,8 @@ TEST_F(SamplingTest, SamplingJob_RejectsInvalidClipDataNamingTheJoint) {
   Clip clip = MixedClip();
   clip.tracks[2].rotation.values[1] = Eigen::Quaternionf(kNaN, 0, 0, 1);
   LocalPose pose(3);
-  SamplingJob job{.skeleton = &skeleton_,
-                  .clip = &clip,
-                  .output = absl::MakeSpan(pose)};
+  SamplingJob job{
+      .skeleton = &skeleton_, .clip = &clip, .output = absl::MakeSpan(pose)};
   const absl::Status s = job.Run();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("joint 2 'j2'"));
@@ -517,7 +511,7 @@ BvhText ParseBvhText(const std::string& path) {
       }
       total_channels += n;
     } else if (token == "MOTION") {
-      text >> token >> bvh.frames;            // Frames:
+      text >> token >> bvh.frames;               // Frames:
       text >> token >> token >> bvh.frame_time;  // Frame Time:
       bvh.motion.assign(bvh.frames, std::vector<double>(total_channels));
       for (auto& frame : bvh.motion) {
@@ -565,19 +559,22 @@ TEST(SamplingRealDataTest, SamplingJob_CmuWalkAtFrameTimesReproducesTheBvh) {
         if (ch == "Zposition") translation.z() = static_cast<float>(v);
         const double rad = v * kPi / 180.0;
         if (ch == "Xrotation") {
-          rotation = rotation * Eigen::AngleAxisd(rad, Eigen::Vector3d::UnitX());
+          rotation =
+              rotation * Eigen::AngleAxisd(rad, Eigen::Vector3d::UnitX());
         }
         if (ch == "Yrotation") {
-          rotation = rotation * Eigen::AngleAxisd(rad, Eigen::Vector3d::UnitY());
+          rotation =
+              rotation * Eigen::AngleAxisd(rad, Eigen::Vector3d::UnitY());
         }
         if (ch == "Zrotation") {
-          rotation = rotation * Eigen::AngleAxisd(rad, Eigen::Vector3d::UnitZ());
+          rotation =
+              rotation * Eigen::AngleAxisd(rad, Eigen::Vector3d::UnitZ());
         }
       }
       worst_angle = std::max(
           worst_angle, AngleBetween(pose[j].rotation, rotation.cast<float>()));
-      worst_offset = std::max(worst_offset,
-                              (pose[j].translation - translation).norm());
+      worst_offset =
+          std::max(worst_offset, (pose[j].translation - translation).norm());
       EXPECT_EQ(pose[j].scale, Eigen::Vector3f::Ones());
     }
   }

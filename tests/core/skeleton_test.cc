@@ -5,6 +5,9 @@
 
 #include "solver_core/skeleton.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -14,9 +17,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -245,15 +245,13 @@ TEST(Skeleton, EmptyDescriptionIsRejected) {
 TEST(Skeleton, MoreNamesThanParentsIsRejected) {
   SkeletonDesc desc = DescFromParents({-1, 0});
   desc.joint_names.push_back("extra");
-  ExpectCreateFails(desc,
-                    {"skeleton.joint_names", "3 names", "2 parents"});
+  ExpectCreateFails(desc, {"skeleton.joint_names", "3 names", "2 parents"});
 }
 
 TEST(Skeleton, FewerNamesThanParentsIsRejected) {
   SkeletonDesc desc = DescFromParents({-1, 0, 1});
   desc.joint_names.pop_back();
-  ExpectCreateFails(desc,
-                    {"skeleton.joint_names", "2 names", "3 parents"});
+  ExpectCreateFails(desc, {"skeleton.joint_names", "2 names", "3 parents"});
 }
 
 TEST(Skeleton, NamesWithoutParentsIsASizeMismatchNotAnEmptySkeleton) {
@@ -265,12 +263,10 @@ TEST(Skeleton, NamesWithoutParentsIsASizeMismatchNotAnEmptySkeleton) {
 TEST(Skeleton, RestPoseSizeMismatchIsRejected) {
   SkeletonDesc desc = DescFromParents({-1, 0, 1});
   desc.rest_pose.pop_back();
-  ExpectCreateFails(desc,
-                    {"skeleton.rest_pose", "2 transforms", "3 joints"});
+  ExpectCreateFails(desc, {"skeleton.rest_pose", "2 transforms", "3 joints"});
   desc = DescFromParents({-1, 0, 1});
   desc.rest_pose.push_back(Transform::Identity());
-  ExpectCreateFails(desc,
-                    {"skeleton.rest_pose", "4 transforms", "3 joints"});
+  ExpectCreateFails(desc, {"skeleton.rest_pose", "4 transforms", "3 joints"});
 }
 
 TEST(Skeleton, EmptyJointNameIsRejected) {
@@ -289,9 +285,9 @@ TEST(Skeleton, DuplicateJointNameIsRejectedNamingBothJoints) {
 TEST(Skeleton, NegativeParentOtherThanNoParentIsRejected) {
   for (int bad : {-2, -100, std::numeric_limits<int>::min()}) {
     SkeletonDesc desc = DescFromParents({-1, 0, bad});
-    ExpectCreateFails(desc, {"skeleton.parents[2]", "'j2'",
-                             absl::StrCat("parent ", bad), "out of range",
-                             "[-1, 3)"});
+    ExpectCreateFails(
+        desc, {"skeleton.parents[2]", "'j2'", absl::StrCat("parent ", bad),
+               "out of range", "[-1, 3)"});
   }
 }
 
@@ -310,9 +306,8 @@ TEST(Skeleton, ParentAfterChildIsRejected) {
 }
 
 TEST(Skeleton, SelfParentIsRejected) {
-  ExpectCreateFails(DescFromParents({0}),
-                    {"skeleton.parents[0]", "'j0'", "parent 0",
-                     "does not come before"});
+  ExpectCreateFails(DescFromParents({0}), {"skeleton.parents[0]", "'j0'",
+                                           "parent 0", "does not come before"});
   ExpectCreateFails(DescFromParents({-1, 0, 2}),
                     {"skeleton.parents[2]", "'j2'", "parent 2"});
 }
@@ -349,8 +344,8 @@ TEST(Skeleton, NonFiniteRestScaleIsRejected) {
     for (int c = 0; c < 3; ++c) {
       SkeletonDesc desc = DescFromParents({-1, 0, 1});
       desc.rest_pose[0].scale[c] = bad;
-      ExpectCreateFails(desc, {"skeleton.rest_pose[0]", "'j0'", "scale",
-                               "NaN or infinite"});
+      ExpectCreateFails(
+          desc, {"skeleton.rest_pose[0]", "'j0'", "scale", "NaN or infinite"});
     }
   }
 }
@@ -358,8 +353,8 @@ TEST(Skeleton, NonFiniteRestScaleIsRejected) {
 TEST(Skeleton, NonUnitRestRotationBeyondToleranceIsRejected) {
   SkeletonDesc desc = DescFromParents({-1, 0});
   desc.rest_pose[1].rotation.coeffs() *= 1.0f + 2.0f * kUnitQuaternionTolerance;
-  ExpectCreateFails(desc, {"skeleton.rest_pose[1]", "'j1'", "rotation norm",
-                           "is not 1"});
+  ExpectCreateFails(
+      desc, {"skeleton.rest_pose[1]", "'j1'", "rotation norm", "is not 1"});
   desc.rest_pose[1].rotation.coeffs().setZero();
   ExpectCreateFails(desc, {"skeleton.rest_pose[1]", "rotation norm 0"});
   desc.rest_pose[1].rotation = Eigen::Quaternionf(0.5f, 0.5f, 0.5f, 0.4f);
@@ -476,8 +471,8 @@ TEST(Pose, RestPoseCopiesTheSkeletonsRestPose) {
 TEST(Pose, ValidateTransformAcceptsUnitRotationsAndAnyFiniteScale) {
   Transform t;
   t.translation = Eigen::Vector3f(-1e6f, 0, 1e6f);
-  t.rotation = Eigen::Quaternionf(Eigen::AngleAxisf(2.0f,
-                                                    Eigen::Vector3f::UnitY()));
+  t.rotation =
+      Eigen::Quaternionf(Eigen::AngleAxisf(2.0f, Eigen::Vector3f::UnitY()));
   t.scale = Eigen::Vector3f(0, -2, 1e-20f);
   EXPECT_TRUE(ValidateTransform(t, "f", 0, "a").ok());
 }
@@ -487,8 +482,8 @@ TEST(Pose, ValidateTransformRejectsNonFiniteComponentsByKind) {
     const char* kind;
     int components;
   };
-  for (const Case& c : {Case{"translation", 3}, Case{"rotation", 4},
-                        Case{"scale", 3}}) {
+  for (const Case& c :
+       {Case{"translation", 3}, Case{"rotation", 4}, Case{"scale", 3}}) {
     for (int i = 0; i < c.components; ++i) {
       for (const float bad : {kNaN, kInf, -kInf}) {
         Transform t;
@@ -516,9 +511,9 @@ TEST(Pose, ValidateTransformUnitToleranceBoundary) {
                      1.0f + 1.5f * kUnitQuaternionTolerance, 0.0f, 2.0f}) {
     Transform t;
     t.rotation.coeffs() = unit.coeffs() * norm;
-    ExpectInvalid(ValidateTransform(t, "pose", 3, "LeftKnee"),
-                  {"pose[3] 'LeftKnee'", "rotation norm", "is not 1",
-                   "tolerance"});
+    ExpectInvalid(
+        ValidateTransform(t, "pose", 3, "LeftKnee"),
+        {"pose[3] 'LeftKnee'", "rotation norm", "is not 1", "tolerance"});
   }
 }
 
@@ -548,28 +543,28 @@ TEST(Pose, ValidatePoseNamesFieldIndexAndJointOfNonFiniteComponent) {
   for (int joint = 0; joint < 3; ++joint) {
     LocalPose pose = RestPose(s);
     pose[joint].translation.y() = kNaN;
-    ExpectInvalid(ValidatePose(s, pose, "local"),
-                  {absl::StrCat("local[", joint, "] '", desc.joint_names[joint],
-                                "'"),
-                   "translation"});
+    ExpectInvalid(
+        ValidatePose(s, pose, "local"),
+        {absl::StrCat("local[", joint, "] '", desc.joint_names[joint], "'"),
+         "translation"});
     pose = RestPose(s);
     pose[joint].rotation.w() = kInf;
-    ExpectInvalid(ValidatePose(s, pose, "local"),
-                  {absl::StrCat("local[", joint, "] '", desc.joint_names[joint],
-                                "'"),
-                   "rotation"});
+    ExpectInvalid(
+        ValidatePose(s, pose, "local"),
+        {absl::StrCat("local[", joint, "] '", desc.joint_names[joint], "'"),
+         "rotation"});
     pose = RestPose(s);
     pose[joint].scale.z() = -kInf;
-    ExpectInvalid(ValidatePose(s, pose, "local"),
-                  {absl::StrCat("local[", joint, "] '", desc.joint_names[joint],
-                                "'"),
-                   "scale"});
+    ExpectInvalid(
+        ValidatePose(s, pose, "local"),
+        {absl::StrCat("local[", joint, "] '", desc.joint_names[joint], "'"),
+         "scale"});
     pose = RestPose(s);
     pose[joint].rotation.coeffs() *= 1.01f;
-    ExpectInvalid(ValidatePose(s, pose, "local"),
-                  {absl::StrCat("local[", joint, "] '", desc.joint_names[joint],
-                                "'"),
-                   "rotation norm"});
+    ExpectInvalid(
+        ValidatePose(s, pose, "local"),
+        {absl::StrCat("local[", joint, "] '", desc.joint_names[joint], "'"),
+         "rotation norm"});
   }
 }
 

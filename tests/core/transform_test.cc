@@ -4,15 +4,15 @@
 
 #include "solver_core/transform.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <Eigen/Geometry>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
-
-#include <Eigen/Geometry>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 namespace posewire {
 namespace {
@@ -201,9 +201,8 @@ TEST(Transform, InverseTransformPointMatchesInverseMatrix) {
   for (int i = 0; i < 300; ++i) {
     const Transform t = rng.NonUniformScaleTransform();
     const Eigen::Vector3f p = rng.Vector(-5, 5);
-    const Eigen::Vector4f expected =
-        ReferenceMatrix(t).inverse() *
-        Eigen::Vector4f(p.x(), p.y(), p.z(), 1.0f);
+    const Eigen::Vector4f expected = ReferenceMatrix(t).inverse() *
+                                     Eigen::Vector4f(p.x(), p.y(), p.z(), 1.0f);
     EXPECT_LT(
         (t.InverseTransformPoint(p) - expected.head<3>()).cwiseAbs().maxCoeff(),
         1e-4f)
@@ -285,9 +284,9 @@ TEST(Transform, LocalFromModelMatchesInverseMatrixProduct) {
     const Transform model = rng.UniformScaleTransform();
     const Eigen::Matrix4f expected =
         ReferenceMatrix(parent).inverse() * ReferenceMatrix(model);
-    EXPECT_LT(MaxAbsDiff(ReferenceMatrix(LocalFromModel(parent, model)),
-                         expected),
-              1e-4f)
+    EXPECT_LT(
+        MaxAbsDiff(ReferenceMatrix(LocalFromModel(parent, model)), expected),
+        1e-4f)
         << i;
   }
 }

@@ -51,10 +51,12 @@ TEST_F(ClientTest, SolveWithSkeletonCache_SurvivesEvictionByResending) {
       SkeletonHash(Walk().skeleton));
   auto evicted = client->Solve(by_hash);
   EXPECT_EQ(evicted.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(evicted.status().message(), HasSubstr("send the skeleton inline"));
+  EXPECT_THAT(evicted.status().message(),
+              HasSubstr("send the skeleton inline"));
 }
 
-TEST_F(ClientTest, SolveWithSkeletonCache_PassesABadSkeletonThroughForTheServerToExplain) {
+TEST_F(ClientTest,
+       SolveWithSkeletonCache_PassesABadSkeletonThroughForTheServerToExplain) {
   auto client = Connect();
   v1::Skeleton broken = WalkSkeleton();
   broken.set_parents(3, 7);
@@ -83,8 +85,8 @@ TEST_F(ClientTest, Session_RegistersSolvesFramesAndReportsErrors) {
   frame.add_characters()->set_character_id("hero");
   auto result = (*session)->SendFrame(frame);
   ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_TRUE(BitIdentical(result->characters(0).pose(),
-                           Packed(SampleWalk(0.0f))));
+  EXPECT_TRUE(
+      BitIdentical(result->characters(0).pose(), Packed(SampleWalk(0.0f))));
 
   // A frame-level error comes back as the call's status.
   auto repeated = (*session)->SendFrame(frame);

@@ -1,12 +1,12 @@
 // Chain IK operations over the wire: results bit-identical to the core jobs
 // run directly, reached targets verified by forward kinematics, limits and
 // errors mapped to the documented codes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "solver_core/ccd_ik.h"
 #include "solver_core/fabrik_ik.h"
@@ -37,7 +37,8 @@ class IkServiceTest : public ServiceTest {
     return request;
   }
 
-  grpc::Status Call(const v1::SolveRequest& request, v1::SolveResponse* response) {
+  grpc::Status Call(const v1::SolveRequest& request,
+                    v1::SolveResponse* response) {
     grpc::ClientContext context;
     return stub_->Solve(&context, request, response);
   }
@@ -67,7 +68,8 @@ TEST_F(IkServiceTest, TwoBoneIk_ReachesTheOtherFramesFootAndMatchesTheCore) {
 
   v1::SolveRequest request = Request();
   PoseToProto(input, request.mutable_characters(0)->mutable_pose());
-  v1::TwoBoneIkOp* op = request.mutable_characters(0)->add_ops()->mutable_two_bone_ik();
+  v1::TwoBoneIkOp* op =
+      request.mutable_characters(0)->add_ops()->mutable_two_bone_ik();
   op->set_start_joint("LeftHip");
   op->set_mid_joint("LeftKnee");
   op->set_end_joint("LeftAnkle");
@@ -128,7 +130,8 @@ TEST_F(IkServiceTest, Ccd_WithAHingeLimitMatchesTheCore) {
   std::vector<int> chain;
   for (const std::string& n : names) chain.push_back(Joint(n.c_str()));
   std::vector<JointLimit> limits(Walk().skeleton.num_joints());
-  limits[Joint("LeftElbow")] = HingeLimit(Eigen::Vector3f::UnitZ(), -2.5f, 0.1f);
+  limits[Joint("LeftElbow")] =
+      HingeLimit(Eigen::Vector3f::UnitZ(), -2.5f, 0.1f);
   LocalPose expected = input;
   CcdIkJob job;
   job.skeleton = &Walk().skeleton;
@@ -149,8 +152,10 @@ TEST_F(IkServiceTest, Ccd_WithAHingeLimitMatchesTheCore) {
 
 TEST_F(IkServiceTest, Fabrik_UnreachableTargetStraightensTheChainTowardIt) {
   v1::SolveRequest request = Request();
-  v1::FabrikIkOp* op = request.mutable_characters(0)->add_ops()->mutable_fabrik_ik();
-  for (const char* n : {"RightShoulder", "RightElbow", "RightWrist"}) op->add_chain(n);
+  v1::FabrikIkOp* op =
+      request.mutable_characters(0)->add_ops()->mutable_fabrik_ik();
+  for (const char* n : {"RightShoulder", "RightElbow", "RightWrist"})
+    op->add_chain(n);
   const ModelPose model = Model(SampleWalk(1.0f));
   const Eigen::Vector3f shoulder = model[Joint("RightShoulder")].translation;
   const Eigen::Vector3f target = shoulder + Eigen::Vector3f(0, 0, 1000);
@@ -174,15 +179,17 @@ TEST_F(IkServiceTest, Fabrik_UnreachableTargetStraightensTheChainTowardIt) {
 TEST_F(IkServiceTest, IterationsBeyondTheServerLimitAreResourceExhausted) {
   v1::SolveRequest request = Request();
   v1::CcdIkOp* op = request.mutable_characters(0)->add_ops()->mutable_ccd_ik();
-  for (const char* n : {"LeftShoulder", "LeftElbow", "LeftWrist"}) op->add_chain(n);
+  for (const char* n : {"LeftShoulder", "LeftElbow", "LeftWrist"})
+    op->add_chain(n);
   *op->mutable_target() = ToVec3(Eigen::Vector3f(1, 2, 3));
   op->set_max_iterations(1000000000);
   v1::SolveResponse response;
   grpc::Status status = Call(request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_THAT(status.error_message(),
-              HasSubstr("characters[0].ops[0].ccd_ik.max_iterations: "
-                        "1000000000 iterations exceed this server's limit of 50"));
+  EXPECT_THAT(
+      status.error_message(),
+      HasSubstr("characters[0].ops[0].ccd_ik.max_iterations: "
+                "1000000000 iterations exceed this server's limit of 50"));
 }
 
 TEST_F(IkServiceTest, MissingTargetBrokenChainAndNaNAreInvalidArgument) {
@@ -195,8 +202,7 @@ TEST_F(IkServiceTest, MissingTargetBrokenChainAndNaNAreInvalidArgument) {
        "two_bone_ik.target: required"},
       {[](v1::TwoBoneIkOp* op) { op->mutable_target()->set_y(NAN); },
        "two_bone_ik.target: NaN or infinite"},
-      {[](v1::TwoBoneIkOp* op) { op->set_mid_joint("Neck"); },
-       "two_bone_ik"},
+      {[](v1::TwoBoneIkOp* op) { op->set_mid_joint("Neck"); }, "two_bone_ik"},
       {[](v1::TwoBoneIkOp* op) { op->set_end_joint("NoSuchJoint"); },
        "two_bone_ik.end_joint: no joint named 'NoSuchJoint'"},
   };
@@ -261,7 +267,8 @@ TEST_F(IkServiceTest, FullBodyCcd_MatchesTheCoreAndGetsCloserToItsTargets) {
   v1::FullBodyCcdOp* op =
       request.mutable_characters(0)->add_ops()->mutable_full_body_ccd();
   std::vector<FullBodyCcdEffector> core_effectors;
-  for (const char* joint : {"LeftWrist", "RightWrist", "LeftAnkle", "RightAnkle"}) {
+  for (const char* joint :
+       {"LeftWrist", "RightWrist", "LeftAnkle", "RightAnkle"}) {
     const Eigen::Vector3f target = later[Joint(joint)].translation + offset;
     v1::FullBodyCcdEffector* e = op->add_effectors();
     e->set_joint(joint);
@@ -298,7 +305,8 @@ TEST_F(IkServiceTest, FullBodyCcd_MatchesTheCoreAndGetsCloserToItsTargets) {
   EXPECT_LT(response.characters(0).ops(0).error(), before);
 }
 
-TEST(IkDeterminismTest, SameRequestGivesTheSameBitsOnServersWithOneOrFourThreads) {
+TEST(IkDeterminismTest,
+     SameRequestGivesTheSameBitsOnServersWithOneOrFourThreads) {
   // A mixed pipeline (sample, two-bone, CCD, spring) on 8 characters, solved
   // by two independently started servers with different thread counts.
   v1::SolveRequest request;
@@ -306,12 +314,14 @@ TEST(IkDeterminismTest, SameRequestGivesTheSameBitsOnServersWithOneOrFourThreads
   *request.add_clips() = ServiceTest::WalkClipForTests();
   for (int i = 0; i < 8; ++i) {
     v1::CharacterInput* c = request.add_characters();
-    *c->mutable_skeleton()->mutable_skeleton() = ServiceTest::WalkSkeletonForTests();
+    *c->mutable_skeleton()->mutable_skeleton() =
+        ServiceTest::WalkSkeletonForTests();
     v1::Operation* sample = c->add_ops();
     sample->mutable_sample_clip()->mutable_sample()->set_clip("walk");
     sample->mutable_sample_clip()->mutable_sample()->set_time(0.37f * i);
     v1::CcdIkOp* ccd = c->add_ops()->mutable_ccd_ik();
-    for (const char* n : {"LeftShoulder", "LeftElbow", "LeftWrist"}) ccd->add_chain(n);
+    for (const char* n : {"LeftShoulder", "LeftElbow", "LeftWrist"})
+      ccd->add_chain(n);
     *ccd->mutable_target() = ToVec3(Eigen::Vector3f(10.0f + i, 15.0f, 3.0f));
     v1::SpringBonesOp* spring = c->add_ops()->mutable_spring_bones();
     spring->mutable_rig()->add_root_joints("RightShoulder");
@@ -324,9 +334,9 @@ TEST(IkDeterminismTest, SameRequestGivesTheSameBitsOnServersWithOneOrFourThreads
     config.threads = threads;
     auto server = PosewireServer::Start(config);
     ASSERT_TRUE(server.ok()) << server.status();
-    auto stub = v1::PoseWire::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", (*server)->port()),
-        grpc::InsecureChannelCredentials()));
+    auto stub = v1::PoseWire::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*server)->port()),
+                            grpc::InsecureChannelCredentials()));
     grpc::ClientContext context;
     responses.emplace_back();
     grpc::Status status = stub->Solve(&context, request, &responses.back());

@@ -1,11 +1,11 @@
 // The remaining operations over the wire (additive, aim, FABRIK tree), each
 // bit-identical to its core job run directly, and deadlines: a solve that
 // cannot finish in time ends with DEADLINE_EXCEEDED.
-#include <string>
-#include <vector>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 #include "solver_core/additive_job.h"
 #include "solver_core/aim_ik.h"
@@ -43,7 +43,8 @@ class MoreOpsTest : public ServiceTest {
 
 TEST_F(MoreOpsTest, Additive_ClipDeltaAtHalfWeightMatchesTheCore) {
   v1::SolveRequest request = Request();
-  v1::AdditiveOp* op = request.mutable_characters(0)->add_ops()->mutable_additive();
+  v1::AdditiveOp* op =
+      request.mutable_characters(0)->add_ops()->mutable_additive();
   op->mutable_base()->mutable_clip()->set_clip("walk");
   op->mutable_base()->mutable_clip()->set_time(0.0f);
   op->mutable_additive()->mutable_clip()->set_clip("walk");
@@ -190,7 +191,8 @@ TEST_F(DeadlineTest, ASolveLongerThanItsDeadlineEndsWithDeadlineExceeded) {
       WalkSkeleton();
   v1::SolveResponse small_response;
   EXPECT_TRUE(stub_->Solve(&info_context, small, &small_response).ok());
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20));
+  EXPECT_LT(std::chrono::steady_clock::now() - started,
+            std::chrono::seconds(20));
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // TLS, bearer-token authentication and Prometheus metrics, each against a
 // real server started with the corresponding flags.
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -8,9 +10,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/service/service_fixture.h"
@@ -61,13 +60,15 @@ TEST(SecurityTest, BearerToken_RequiredForPoseWireButNotForHealth) {
   config.auth_token_file = token_file;
   auto server = PosewireServer::Start(config);
   ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*server)->port()),
-                                     grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*server)->port()),
+                          grpc::InsecureChannelCredentials());
   auto stub = v1::PoseWire::NewStub(channel);
 
   auto get_info = [&](const std::string& authorization) {
     grpc::ClientContext context;
-    if (!authorization.empty()) context.AddMetadata("authorization", authorization);
+    if (!authorization.empty())
+      context.AddMetadata("authorization", authorization);
     v1::GetInfoResponse info;
     return stub->GetInfo(&context, {}, &info);
   };
@@ -138,7 +139,8 @@ TEST(SecurityTest, Tls_TrustedClientConnectsAndPlaintextClientCannot) {
   auto plain = v1::PoseWire::NewStub(
       grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(2));
   v1::GetInfoResponse info;
   EXPECT_FALSE(plain->GetInfo(&context, {}, &info).ok());
 
@@ -172,11 +174,15 @@ TEST_F(MetricsTest, CountsCallsByCodeAndTimesOperations) {
 
   ASSERT_GT(server_->metrics_port(), 0);
   const std::string page = HttpGet(server_->metrics_port(), "/metrics");
-  EXPECT_THAT(page, HasSubstr("posewire_calls_total{code=\"OK\",rpc=\"Solve\"} 3"));
-  EXPECT_THAT(page, HasSubstr(
-      "posewire_calls_total{code=\"INVALID_ARGUMENT\",rpc=\"Solve\"} 1"));
-  EXPECT_THAT(page, HasSubstr(
-      "posewire_operation_seconds_count{op=\"sample_clip\"} 3"));
+  EXPECT_THAT(page,
+              HasSubstr("posewire_calls_total{code=\"OK\",rpc=\"Solve\"} 3"));
+  EXPECT_THAT(
+      page,
+      HasSubstr(
+          "posewire_calls_total{code=\"INVALID_ARGUMENT\",rpc=\"Solve\"} 1"));
+  EXPECT_THAT(
+      page,
+      HasSubstr("posewire_operation_seconds_count{op=\"sample_clip\"} 3"));
   EXPECT_THAT(page, HasSubstr("posewire_active_sessions 0"));
 }
 

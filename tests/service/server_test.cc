@@ -1,18 +1,19 @@
 // The server started in process on 127.0.0.1:0 and called over real gRPC:
 // GetInfo, the standard health service and server reflection.
-#include <memory>
-#include <string>
+#include "server/server.h"
 
 #include <gmock/gmock.h>
-#include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "posewire/v1/posewire.grpc.pb.h"
 #include "server/pipeline.h"
-#include "server/server.h"
 #include "server/version.h"
 
 namespace posewire::server {

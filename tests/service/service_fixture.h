@@ -3,13 +3,13 @@
 #ifndef POSEWIRE_TESTS_SERVICE_SERVICE_FIXTURE_H_
 #define POSEWIRE_TESTS_SERVICE_SERVICE_FIXTURE_H_
 
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "posewire/v1/posewire.grpc.pb.h"

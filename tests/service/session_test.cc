@@ -2,13 +2,13 @@
 // answered in order with their sequence numbers, per-character state kept
 // for the life of the stream, and errors confined to the message, frame or
 // character at fault.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "solver_core/crossfade.h"
 #include "tests/service/service_fixture.h"
@@ -17,7 +17,8 @@ namespace posewire::server {
 namespace {
 
 using ::testing::HasSubstr;
-using Stream = grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>;
+using Stream =
+    grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>;
 
 class SessionTest : public ServiceTest {
  protected:
@@ -82,7 +83,9 @@ class SessionTest : public ServiceTest {
   }
 };
 
-TEST_F(SessionTest, HundredFramesOfTenCharacters_InOrderWithStateAndOneBadFrameFailingAlone) {
+TEST_F(
+    SessionTest,
+    HundredFramesOfTenCharacters_InOrderWithStateAndOneBadFrameFailingAlone) {
   OpenStream s = Open();
   constexpr int kCharacters = 10;
   constexpr int kFrames = 100;
@@ -112,8 +115,8 @@ TEST_F(SessionTest, HundredFramesOfTenCharacters_InOrderWithStateAndOneBadFrameF
         v1::FadeTo* fade = op->add_commands()->mutable_fade_to();
         fade->set_clip("walk2");
         fade->set_fade_seconds(0.2f);
-        auto next = FadeTo(expected_state[c],
-                           FadeRequest{.clip = 1, .duration = 0.2f});
+        auto next =
+            FadeTo(expected_state[c], FadeRequest{.clip = 1, .duration = 0.2f});
         ASSERT_TRUE(next.ok());
         expected_state[c] = *next;
       }
@@ -169,7 +172,8 @@ TEST_F(SessionTest, FrameOutOfOrder_IsAnsweredWithAnErrorAndTheSessionGoesOn) {
   request.mutable_frame()->set_sequence(5);
   v1::SessionResponse repeated = RoundTrip(*s.stream, request);
   EXPECT_EQ(repeated.frame().sequence(), 5u);
-  EXPECT_EQ(repeated.frame().status().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(repeated.frame().status().code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(repeated.frame().status().message(),
               HasSubstr("frame.sequence: 5 does not increase"));
 
@@ -186,7 +190,8 @@ TEST_F(SessionTest, FrameOutOfOrder_IsAnsweredWithAnErrorAndTheSessionGoesOn) {
   EXPECT_TRUE(s.stream->Finish().ok());
 }
 
-TEST_F(SessionTest, Registrations_DuplicatesUnknownReferencesAndTheObjectLimit) {
+TEST_F(SessionTest,
+       Registrations_DuplicatesUnknownReferencesAndTheObjectLimit) {
   OpenStream s = Open();
   RegisterWalkers(*s.stream, 1);  // 5 objects
   v1::SessionRequest r;
@@ -202,7 +207,8 @@ TEST_F(SessionTest, Registrations_DuplicatesUnknownReferencesAndTheObjectLimit) 
   r.mutable_register_character()->set_rig_id("nope");
   v1::SessionResponse unknown = RoundTrip(*s.stream, r);
   ExpectRegistered(unknown, grpc::StatusCode::NOT_FOUND);
-  EXPECT_THAT(unknown.registered().status().message(), HasSubstr("no rig 'nope'"));
+  EXPECT_THAT(unknown.registered().status().message(),
+              HasSubstr("no rig 'nope'"));
 
   r.Clear();
   v1::SessionResponse empty = RoundTrip(*s.stream, r);
@@ -223,9 +229,9 @@ TEST_F(SessionTest, Registrations_DuplicatesUnknownReferencesAndTheObjectLimit) 
     r.Clear();
     r.mutable_register_character()->set_id(absl::StrCat("c", i));
     r.mutable_register_character()->set_rig_id("player");
-    ExpectRegistered(RoundTrip(*s.stream, r),
-                     i <= 15 ? grpc::StatusCode::OK
-                             : grpc::StatusCode::RESOURCE_EXHAUSTED);
+    ExpectRegistered(
+        RoundTrip(*s.stream, r),
+        i <= 15 ? grpc::StatusCode::OK : grpc::StatusCode::RESOURCE_EXHAUSTED);
   }
   s.stream->WritesDone();
   EXPECT_TRUE(s.stream->Finish().ok());

@@ -1,14 +1,14 @@
 // Unary Solve against a real in-process server: results over the wire are
 // bit-identical to the core called directly; every error has its code and a
 // message naming the field.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "solver_core/blending_job.h"
 #include "solver_core/crossfade.h"
@@ -100,7 +100,8 @@ TEST_F(SolveTest, NoOps_ReturnsTheInputPoseOrTheRestPose) {
   PoseToProto(input, request.mutable_characters(0)->mutable_pose());
   response.Clear();
   ASSERT_TRUE(Call(request, &response).ok());
-  EXPECT_TRUE(BitIdentical(Floats(response.characters(0).pose()), Packed(input)));
+  EXPECT_TRUE(
+      BitIdentical(Floats(response.characters(0).pose()), Packed(input)));
 }
 
 TEST_F(SolveTest, SkeletonByHash_WorksAfterSendingItOnceAndUnknownIsNotFound) {
@@ -128,7 +129,8 @@ TEST_F(SolveTest, SkeletonByHash_WorksAfterSendingItOnceAndUnknownIsNotFound) {
 
 TEST_F(SolveTest, Blend_OfTwoClipTimesMatchesTheCore) {
   v1::SolveRequest request = OneCharacter();
-  v1::BlendOp* blend = request.mutable_characters(0)->add_ops()->mutable_blend();
+  v1::BlendOp* blend =
+      request.mutable_characters(0)->add_ops()->mutable_blend();
   for (auto [time, weight] : {std::pair{0.25f, 0.7f}, std::pair{1.5f, 0.3f}}) {
     v1::BlendLayer* layer = blend->add_layers();
     layer->mutable_source()->mutable_clip()->set_clip("walk");
@@ -154,7 +156,8 @@ TEST_F(SolveTest, Blend_OfTwoClipTimesMatchesTheCore) {
   job.blend_root = skeleton.FindJoint("lowerback");
   job.output = absl::MakeSpan(expected);
   ASSERT_TRUE(job.Run().ok());
-  EXPECT_TRUE(BitIdentical(Floats(response.characters(0).pose()), Packed(expected)));
+  EXPECT_TRUE(
+      BitIdentical(Floats(response.characters(0).pose()), Packed(expected)));
 }
 
 TEST_F(SolveTest, Crossfade_StateRoundTripsThroughTheClientAndMatchesTheCore) {
@@ -162,7 +165,8 @@ TEST_F(SolveTest, Crossfade_StateRoundTripsThroughTheClientAndMatchesTheCore) {
   *request.add_clips() = WalkClip("walk_late");
   // The second clip is the same motion; start it 2 s in so the fade shows.
   request.set_dt(1.0f / 60.0f);
-  v1::CrossfadeOp* fade = request.mutable_characters(0)->add_ops()->mutable_crossfade();
+  v1::CrossfadeOp* fade =
+      request.mutable_characters(0)->add_ops()->mutable_crossfade();
   fade->add_commands()->set_play("walk");
   fade->add_commands()->mutable_fade_to()->set_clip("walk_late");
   fade->mutable_commands(1)->mutable_fade_to()->set_fade_seconds(0.25f);
@@ -184,8 +188,8 @@ TEST_F(SolveTest, Crossfade_StateRoundTripsThroughTheClientAndMatchesTheCore) {
                               absl::MakeSpan(expected));
     ASSERT_TRUE(next.ok());
     state = *next;
-    ASSERT_TRUE(BitIdentical(Floats(response.characters(0).pose()),
-                             Packed(expected)))
+    ASSERT_TRUE(
+        BitIdentical(Floats(response.characters(0).pose()), Packed(expected)))
         << "frame " << frame;
     // Next frame: no commands, the state the server handed back.
     v1::CharacterInput* c = request.mutable_characters(0);
@@ -211,7 +215,8 @@ TEST_F(SolveTest, Validate_AcceptsTheHonestPoseAndNamesTheWorstJointOfACheat) {
 
   v1::SolveResponse response;
   ASSERT_TRUE(Call(request, &response).ok());
-  const v1::ValidationResult& honest = response.characters(0).ops(1).validation();
+  const v1::ValidationResult& honest =
+      response.characters(0).ops(1).validation();
   EXPECT_TRUE(honest.valid());
   EXPECT_EQ(honest.worst_position_error(), 0.0f);
   EXPECT_EQ(honest.position_error_size(), Walk().skeleton.num_joints());
@@ -224,7 +229,8 @@ TEST_F(SolveTest, Validate_AcceptsTheHonestPoseAndNamesTheWorstJointOfACheat) {
   PoseToProto(claimed, validate->mutable_claimed());
   response.Clear();
   ASSERT_TRUE(Call(request, &response).ok());
-  const v1::ValidationResult& cheat = response.characters(0).ops(1).validation();
+  const v1::ValidationResult& cheat =
+      response.characters(0).ops(1).validation();
   EXPECT_FALSE(cheat.valid());
   EXPECT_NEAR(cheat.worst_rotation_error_degrees(), 30.0f, 0.05f);
   // The knee's own position is unchanged; its descendants moved.
@@ -291,21 +297,23 @@ const float kNaN = std::numeric_limits<float>::quiet_NaN();
 INSTANTIATE_TEST_SUITE_P(
     Catalogue, SolveBadRequestTest,
     ::testing::Values(
-        BadRequestCase{"NaNInInputPose",
-                       [](v1::SolveRequest& r) {
-                         PoseToProto(RestPose(Walk().skeleton),
-                                     r.mutable_characters(0)->mutable_pose());
-                         r.mutable_characters(0)->mutable_pose()->set_transforms(
-                             10 * 4 + 1, kNaN);
-                       },
-                       grpc::StatusCode::INVALID_ARGUMENT,
-                       "characters[0].pose[4] 'LeftAnkle': translation"},
-        BadRequestCase{"PoseOfWrongSize",
-                       [](v1::SolveRequest& r) {
-                         r.mutable_characters(0)->mutable_pose()->add_transforms(1);
-                       },
-                       grpc::StatusCode::INVALID_ARGUMENT,
-                       "characters[0].pose: 1 floats for 31 joints"},
+        BadRequestCase{
+            "NaNInInputPose",
+            [](v1::SolveRequest& r) {
+              PoseToProto(RestPose(Walk().skeleton),
+                          r.mutable_characters(0)->mutable_pose());
+              r.mutable_characters(0)->mutable_pose()->set_transforms(
+                  10 * 4 + 1, kNaN);
+            },
+            grpc::StatusCode::INVALID_ARGUMENT,
+            "characters[0].pose[4] 'LeftAnkle': translation"},
+        BadRequestCase{
+            "PoseOfWrongSize",
+            [](v1::SolveRequest& r) {
+              r.mutable_characters(0)->mutable_pose()->add_transforms(1);
+            },
+            grpc::StatusCode::INVALID_ARGUMENT,
+            "characters[0].pose: 1 floats for 31 joints"},
         BadRequestCase{"NegativeDt",
                        [](v1::SolveRequest& r) { r.set_dt(-0.1f); },
                        grpc::StatusCode::INVALID_ARGUMENT, "dt: -0.1"},
@@ -347,31 +355,31 @@ INSTANTIATE_TEST_SUITE_P(
                        },
                        grpc::StatusCode::INVALID_ARGUMENT,
                        "does not come before its child"},
-        BadRequestCase{"UnknownBlendRoot",
-                       [](v1::SolveRequest& r) {
-                         v1::BlendOp* b =
-                             r.mutable_characters(0)->add_ops()->mutable_blend();
-                         b->add_layers()->mutable_source()->set_rest(true);
-                         b->set_blend_root("Tail");
-                       },
-                       grpc::StatusCode::INVALID_ARGUMENT,
-                       "characters[0].ops[1].blend.blend_root: no joint named "
-                       "'Tail'"},
-        BadRequestCase{"NaNBlendWeight",
-                       [](v1::SolveRequest& r) {
-                         v1::BlendOp* b =
-                             r.mutable_characters(0)->add_ops()->mutable_blend();
-                         b->add_layers()->mutable_source()->set_rest(true);
-                         b->mutable_layers(0)->set_weight(kNaN);
-                       },
-                       grpc::StatusCode::INVALID_ARGUMENT,
-                       "characters[0].ops[1].blend"},
-        BadRequestCase{"EmptyOperation",
-                       [](v1::SolveRequest& r) {
-                         r.mutable_characters(0)->add_ops();
-                       },
-                       grpc::StatusCode::INVALID_ARGUMENT,
-                       "characters[0].ops[1]: no operation set"},
+        BadRequestCase{
+            "UnknownBlendRoot",
+            [](v1::SolveRequest& r) {
+              v1::BlendOp* b =
+                  r.mutable_characters(0)->add_ops()->mutable_blend();
+              b->add_layers()->mutable_source()->set_rest(true);
+              b->set_blend_root("Tail");
+            },
+            grpc::StatusCode::INVALID_ARGUMENT,
+            "characters[0].ops[1].blend.blend_root: no joint named "
+            "'Tail'"},
+        BadRequestCase{
+            "NaNBlendWeight",
+            [](v1::SolveRequest& r) {
+              v1::BlendOp* b =
+                  r.mutable_characters(0)->add_ops()->mutable_blend();
+              b->add_layers()->mutable_source()->set_rest(true);
+              b->mutable_layers(0)->set_weight(kNaN);
+            },
+            grpc::StatusCode::INVALID_ARGUMENT, "characters[0].ops[1].blend"},
+        BadRequestCase{
+            "EmptyOperation",
+            [](v1::SolveRequest& r) { r.mutable_characters(0)->add_ops(); },
+            grpc::StatusCode::INVALID_ARGUMENT,
+            "characters[0].ops[1]: no operation set"},
         BadRequestCase{"NonUnitRootRotation",
                        [](v1::SolveRequest& r) {
                          r.mutable_characters(0)
@@ -381,15 +389,14 @@ INSTANTIATE_TEST_SUITE_P(
                        },
                        grpc::StatusCode::INVALID_ARGUMENT,
                        "characters[0].root.rotation: rotation norm 2"},
-        BadRequestCase{"ClipTimesNotIncreasing",
-                       [](v1::SolveRequest& r) {
-                         v1::Track* t = r.mutable_clips(0)
-                                            ->mutable_joints(0)
-                                            ->mutable_rotation();
-                         t->set_times(1, t->times(0));
-                       },
-                       grpc::StatusCode::INVALID_ARGUMENT,
-                       "does not increase"}),
+        BadRequestCase{
+            "ClipTimesNotIncreasing",
+            [](v1::SolveRequest& r) {
+              v1::Track* t =
+                  r.mutable_clips(0)->mutable_joints(0)->mutable_rotation();
+              t->set_times(1, t->times(0));
+            },
+            grpc::StatusCode::INVALID_ARGUMENT, "does not increase"}),
     [](const ::testing::TestParamInfo<BadRequestCase>& info) {
       return info.param.name;
     });

@@ -1,12 +1,12 @@
 // Spring-bone dynamics over the wire: the state travels through the client
 // in Solve and stays in the session in Session, and either way the poses are
 // the core's, bit for bit, frame after frame.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "solver_core/dynamics_state.h"
 #include "solver_core/spring_bones.h"
@@ -90,7 +90,8 @@ TEST_F(SpringServiceTest, Solve_StateRoundTripsThroughTheClientBitIdentically) {
     EXPECT_GE(out.ops(0).iterations(), 1u);  // substeps at 60 Hz
 
     const LocalPose expected = CoreStep(core, rest, core_state);
-    ASSERT_TRUE(BitIdentical(out.pose(), Packed(expected))) << "frame " << frame;
+    ASSERT_TRUE(BitIdentical(out.pose(), Packed(expected)))
+        << "frame " << frame;
     ASSERT_EQ(out.state().at("spring_bones").dynamics(),
               SerializeDynamicsState(core_state));
     // The arm falls: after the first frame the pose differs from rest.
@@ -120,8 +121,11 @@ TEST_F(SpringServiceTest, Solve_GarbageOrForeignStateIsInvalidArgument) {
   // A state made for another rig (the right arm) is refused by name.
   v1::SolveRequest right = request;
   right.mutable_characters(0)->clear_state();
-  right.mutable_characters(0)->mutable_ops(0)->mutable_spring_bones()
-      ->mutable_rig()->set_root_joints(0, "RightShoulder");
+  right.mutable_characters(0)
+      ->mutable_ops(0)
+      ->mutable_spring_bones()
+      ->mutable_rig()
+      ->set_root_joints(0, "RightShoulder");
   grpc::ClientContext first_context;
   ASSERT_TRUE(stub_->Solve(&first_context, right, &response).ok());
   *request.mutable_characters(0)->mutable_state() =
@@ -166,7 +170,8 @@ TEST_F(SpringServiceTest, Session_KeepsTheStateAcrossFramesLikeTheCore) {
     ASSERT_EQ(out.status().code(), 0) << out.status().message();
 
     const LocalPose expected = CoreStep(core, rest, core_state);
-    ASSERT_TRUE(BitIdentical(out.pose(), Packed(expected))) << "frame " << frame;
+    ASSERT_TRUE(BitIdentical(out.pose(), Packed(expected)))
+        << "frame " << frame;
   }
   stream->WritesDone();
   EXPECT_TRUE(stream->Finish().ok());

@@ -49,16 +49,25 @@ class Client:
 
     target: "HOST:PORT". timeout: seconds each unary call may take.
     token: optional bearer token sent as `authorization` metadata.
+    tls: connect with TLS; root_certificates: PEM bytes of the CA to trust
+    (None: the system roots).
     channel: an existing grpc.Channel to use instead of opening one.
     """
 
     def __init__(self, target="127.0.0.1:50051", timeout=10.0,
-                 max_message_bytes=16 << 20, token=None, channel=None):
+                 max_message_bytes=16 << 20, token=None, channel=None,
+                 tls=False, root_certificates=None):
         if channel is None:
-            channel = grpc.insecure_channel(target, options=[
+            options = [
                 ("grpc.max_send_message_length", max_message_bytes),
                 ("grpc.max_receive_message_length", max_message_bytes),
-            ])
+            ]
+            if tls:
+                credentials = grpc.ssl_channel_credentials(
+                    root_certificates=root_certificates)
+                channel = grpc.secure_channel(target, credentials, options)
+            else:
+                channel = grpc.insecure_channel(target, options)
             self._owns_channel = True
         else:
             self._owns_channel = False
@@ -108,6 +117,13 @@ class Session:
         self._responses = stub.Session(self._outgoing(), metadata=metadata)
         self._sequence = 0
         self._closed = False
+
+    @property
+    def closed(self):
+        """True once the stream has ended (closed here, by the server, or
+        by a lost connection); a message the server refused does not close
+        it."""
+        return self._closed
 
     def _outgoing(self):
         while True:

@@ -1,0 +1,349 @@
+"""The add-on against a real server, in headless Blender, on the CMU walk.
+
+Live: hand and foot targets are taken from another frame of the walk; once
+the server's answers are applied, Blender's own evaluation (the armature's
+world matrix times the pose bones' matrices) must put the wrists and ankles
+on the targets. Bake: 30 keyed frames must equal what the server answers
+for the same input. Spring bones: a chain added to the rig must droop under
+gravity. Server errors must end up as the armature's error with the server's
+message, never as a traceback.
+
+Blender runs no timers while a script runs, so the tests call the timer's
+function (runtime.pump_until) where Blender would call it.
+"""
+
+import os
+import sys
+
+# Blender's Python ignores PYTHONDONTWRITEBYTECODE: keep the tree clean.
+sys.dont_write_bytecode = True
+import unittest
+
+import bpy
+from mathutils import Vector
+
+sys.path.insert(0, os.path.dirname(__file__))
+import blender_helpers as h  # noqa: E402
+
+FRAME = 40          # the frame solved live
+TARGET_FRAME = 100  # where the hands and feet are taken from
+LIMBS = [("LeftShoulder", "LeftElbow", "LeftWrist"),
+         ("RightShoulder", "RightElbow", "RightWrist"),
+         ("LeftHip", "LeftKnee", "LeftAnkle"),
+         ("RightHip", "RightKnee", "RightAnkle")]
+# Two-bone IK is closed-form: the only error left is float32 rounding in
+# the server and in Blender's evaluation (the rig is ~35 units tall).
+REACH_TOLERANCE = 1e-3
+
+
+def world_head(obj, bone):
+    return obj.matrix_world @ obj.pose.bones[bone].head
+
+
+class LiveAndBake(unittest.TestCase):
+
+    def setUp(self):
+        h.reset_scene()
+        h.enable_addon()
+        from posewire_blender import runtime
+        self.runtime = runtime
+        self.obj = h.import_cmu_walk()
+        self.scene = bpy.context.scene
+
+    def tearDown(self):
+        bpy.ops.posewire.disconnect()
+
+    def pump(self, predicate, what):
+        self.assertTrue(self.runtime.pump_until(predicate, 20.0),
+                        f"timed out waiting for {what}; link: "
+                        f"{self.runtime.status()}, armature error: "
+                        f"{self.obj.posewire.last_error}")
+
+    def add_limb_targets(self):
+        """Empties where the wrists and ankles are at TARGET_FRAME, carried
+        along with the body to FRAME (each relative to its limb's collar or
+        hip joint: the walk moves forward and the torso turns), and one
+        two-bone set-up per limb."""
+        obj = self.obj
+
+        def anchor(start):
+            return obj.matrix_world @ obj.pose.bones[start].parent.matrix
+
+        self.scene.frame_set(TARGET_FRAME)
+        relative = {end: anchor(start).inverted() @ world_head(obj, end)
+                    for start, _, end in LIMBS}
+        self.scene.frame_set(FRAME)
+        targets = {}
+        for start, mid, end in LIMBS:
+            empty = bpy.data.objects.new(f"{end} target", None)
+            empty.location = anchor(start) @ relative[end]
+            self.scene.collection.objects.link(empty)
+            setup = obj.posewire.solvers.add()
+            setup.name, setup.kind = end, "TWO_BONE"
+            setup.start_bone, setup.mid_bone, setup.end_bone = start, mid, end
+            setup.target = empty
+            targets[end] = empty
+            # The test is only meaningful if the target is reachable.
+            reach = (obj.pose.bones[mid].head - obj.pose.bones[start].head
+                     ).length + (obj.pose.bones[end].head -
+                                 obj.pose.bones[mid].head).length
+            distance = (empty.location - world_head(obj, start)).length
+            self.assertLess(distance, reach, end)
+            self.assertGreater(
+                (world_head(obj, end) - empty.location).length,
+                100 * REACH_TOLERANCE,
+                f"{end} is already on its target before solving")
+        bpy.context.view_layer.update()
+        return targets
+
+    def assert_on_targets(self, targets):
+        bpy.context.view_layer.update()
+        for end, empty in targets.items():
+            error = (world_head(self.obj, end) -
+                     empty.matrix_world.translation).length
+            self.assertLess(error, REACH_TOLERANCE, end)
+
+    def start_live(self):
+        self.assertEqual(bpy.ops.posewire.live(action="START"), {"FINISHED"})
+        live = self.runtime.RUNTIME.rigs[self.obj.name]
+        self.pump(live.settled, "the first live frame")
+        return live
+
+    def test_live_hands_and_feet_land_on_targets(self):
+        targets = self.add_limb_targets()
+        live = self.start_live()
+        self.assert_on_targets(targets)
+
+        # Moving a target re-solves (through the depsgraph handler); a
+        # fifth of the way toward the shoulder keeps it within reach.
+        target = targets["LeftWrist"]
+        target.location = target.location.lerp(
+            world_head(self.obj, "LeftShoulder"), 0.2)
+        bpy.context.view_layer.update()
+        self.assertFalse(live.settled(), "moving a target sent no frame")
+        self.pump(live.settled, "the target-move frame")
+        self.assert_on_targets(targets)
+
+        # A frame change solves the walk's next pose.
+        self.scene.frame_set(FRAME + 1)
+        self.assertFalse(live.settled(), "a frame change sent no frame")
+        self.pump(live.settled, "the next frame")
+        self.assert_on_targets(targets)
+
+    def test_server_error_is_reported_with_its_message(self):
+        """A limb whose mid joint is not below its start joint: only the
+        server's hierarchy check can refuse it."""
+        setup = self.obj.posewire.solvers.add()
+        setup.name, setup.kind = "crossed", "TWO_BONE"
+        setup.start_bone, setup.mid_bone, setup.end_bone = (
+            "LeftHip", "RightKnee", "RightAnkle")
+        target = bpy.data.objects.new("target", None)
+        self.scene.collection.objects.link(target)
+        setup.target = target
+        self.assertEqual(bpy.ops.posewire.live(action="START"), {"FINISHED"})
+        self.pump(lambda: self.obj.posewire.last_error, "the error")
+        error = self.obj.posewire.last_error
+        self.assertIn("INVALID_ARGUMENT", error)
+        self.assertIn("two_bone_ik", error)
+        self.assertIn("RightKnee", error)
+        # The session goes on: fixing the set-up solves again.
+        setup.start_bone = "RightHip"
+        live = self.runtime.RUNTIME.rigs[self.obj.name]
+        self.scene.frame_set(FRAME + 1)
+        self.pump(live.settled, "a solved frame")
+        self.assertEqual(self.obj.posewire.last_error, "")
+        self.assertEqual(self.runtime.status()[0], "CONNECTED")
+
+    def test_lost_server_shows_and_retries(self):
+        prefs = bpy.context.preferences.addons["posewire_blender"].preferences
+        prefs.address = "127.0.0.1:1"  # nothing listens there
+        bpy.ops.posewire.connect()
+        self.pump(lambda: self.runtime.status()[0] == "LOST", "LOST")
+        self.assertIn("127.0.0.1:1", self.runtime.status()[1])
+        self.assertIn("UNAVAILABLE", self.runtime.status()[1])
+        bpy.ops.posewire.reconnect()
+        self.pump(lambda: self.runtime.status()[0] == "LOST", "a retry")
+
+    def test_bake_keys_equal_server_answers(self):
+        import posewire
+        from posewire import pb
+        from posewire_blender import conversion, rig
+        self.add_limb_targets()
+        obj = self.obj
+        layout = conversion.RigLayout(obj.data)
+        frames = range(FRAME, FRAME + 30)
+        inputs = {}
+        for frame in frames:
+            self.scene.frame_set(frame)
+            inputs[frame] = layout.pose_floats(obj.pose.bones)
+
+        settings = obj.posewire
+        settings.bake_start, settings.bake_end = FRAME, FRAME + 29
+        settings.bake_mode = "REPLACE"
+        self.assertEqual(bpy.ops.posewire.bake(), {"FINISHED"})
+        self.assertAlmostEqual(settings.bake_progress, 100.0)
+
+        action = obj.animation_data.action
+        skeleton = rig.skeleton_message(posewire, layout)
+        changed = set()
+        with posewire.Client(h.SERVER) as client:
+            for frame in frames:
+                builder = rig.RigBuilder(posewire, obj, layout)
+                request = pb.SolveRequest(characters=[pb.CharacterInput(
+                    id="c", skeleton=pb.SkeletonRef(skeleton=skeleton),
+                    pose=posewire.types.Pose(transforms=inputs[frame]),
+                    ops=builder.operations(inputs[frame]))])
+                answer = list(client.solve(request).characters[0]
+                              .pose.transforms)
+                self.scene.frame_set(frame)
+                for i, name in enumerate(layout.names):
+                    if answer[i * 10 + 3:i * 10 + 7] == \
+                            inputs[frame][i * 10 + 3:i * 10 + 7]:
+                        continue
+                    changed.add(name)
+                    keyed = layout.local_matrix(
+                        i, obj.pose.bones[name].matrix_basis)
+                    self.assertLess(h.max_difference(
+                        keyed, h.matrix_of(answer, i)), 1e-5,
+                        f"frame {frame} {name}")
+        self.assertEqual(changed, {b for limb in LIMBS for b in limb[:2]})
+        for name in changed:
+            path = f'pose.bones["{name}"].rotation_euler'
+            curve = action.fcurves.find(path, index=0)
+            keyed_frames = {int(k.co.x) for k in curve.keyframe_points}
+            self.assertTrue(set(frames) <= keyed_frames, name)
+
+    def test_bake_layer_keeps_the_original_action(self):
+        targets = self.add_limb_targets()
+        obj = self.obj
+        original = obj.animation_data.action
+        curve = original.fcurves.find('pose.bones["LeftElbow"].rotation_euler',
+                                      index=0)
+        before = [curve.evaluate(f) for f in range(FRAME, FRAME + 5)]
+        settings = obj.posewire
+        settings.bake_start, settings.bake_end = FRAME, FRAME + 4
+        settings.bake_mode = "LAYER"
+        self.assertEqual(bpy.ops.posewire.bake(), {"FINISHED"})
+        animation = obj.animation_data
+        self.assertIsNot(animation.action, original)
+        self.assertIs(animation.nla_tracks[0].strips[0].action, original)
+        self.assertEqual([curve.evaluate(f) for f in range(FRAME, FRAME + 5)],
+                         before)
+        self.scene.frame_set(FRAME)
+        self.assert_on_targets(targets)
+
+    def test_live_full_body_biped_with_detected_mapping(self):
+        """FBBIK moves the whole body; the server maps the CMU names. With
+        10 iterations it lands within ~1e-5 here, so the limbs' tolerance
+        holds."""
+        targets = self.add_limb_targets()
+        self.obj.posewire.solvers.clear()
+        setup = self.obj.posewire.solvers.add()
+        setup.name, setup.kind = "body", "BIPED"
+        setup.biped_iterations = 10
+        for end, field in (("LeftWrist", "left_hand_target"),
+                           ("RightWrist", "right_hand_target"),
+                           ("LeftAnkle", "left_foot_target"),
+                           ("RightAnkle", "right_foot_target")):
+            setattr(setup, field, targets[end])
+        before = {end: (world_head(self.obj, end) -
+                        empty.matrix_world.translation).length
+                  for end, empty in targets.items()}
+        self.start_live()
+        self.assertEqual(self.obj.posewire.last_error, "")
+        bpy.context.view_layer.update()
+        for end, empty in targets.items():
+            error = (world_head(self.obj, end) -
+                     empty.matrix_world.translation).length
+            self.assertLess(error, REACH_TOLERANCE,
+                            f"{end}: {before[end]:.3f} away before")
+
+    def test_spring_chain_droops_under_gravity(self):
+        obj = self.obj
+        obj.animation_data_clear()  # a still rig: only gravity moves it
+        bpy.ops.object.mode_set(mode="EDIT")
+        bones = obj.data.edit_bones
+        parent = bones["Head"]
+        head = parent.tail.copy()
+        for i in range(3):  # a horizontal ponytail, straight back
+            bone = bones.new(f"Tail{i}")
+            bone.head = head
+            bone.tail = head + Vector((0.0, -2.0, 0.0))
+            bone.parent = parent
+            bone.use_connect = i > 0
+            head, parent = bone.tail.copy(), bone
+        bpy.ops.object.mode_set(mode="POSE")
+        bpy.ops.object.mode_set(mode="OBJECT")
+        spring = obj.posewire.springs.add()
+        spring.name, spring.root_bone = "ponytail", "Tail0"
+        spring.gravity = (0.0, 0.0, -200.0)
+        spring.stiffness = 0.0
+        self.scene.frame_set(1)
+        bpy.context.view_layer.update()
+        tip_rest = obj.matrix_world @ obj.pose.bones["Tail2"].tail
+        root_rest = world_head(obj, "Tail0")
+        live = self.start_live()
+        for frame in range(2, 32):
+            self.scene.frame_set(frame)
+            self.pump(live.settled, f"frame {frame}")
+        bpy.context.view_layer.update()
+        tip = obj.matrix_world @ obj.pose.bones["Tail2"].tail
+        self.assertLess(tip.z, tip_rest.z - 1.0, "the tip did not fall")
+        # Only rotations change: the chain's root stays, bones keep length.
+        self.assertLess((world_head(obj, "Tail0") - root_rest).length, 1e-4)
+        for name in ("Tail0", "Tail1", "Tail2"):
+            bone = obj.pose.bones[name]
+            self.assertAlmostEqual((bone.tail - bone.head).length, 2.0,
+                                   delta=1e-4)
+
+
+class FakeLayout:
+    """Stands in for a UI layout in background mode (no windows): every
+    layout call works, and every property drawn must exist on its data,
+    so a misspelt field in a panel fails here."""
+
+    def __init__(self, test, drawn):
+        self.test = test
+        self.drawn = drawn
+
+    def __getattr__(self, name):
+        def call(*args, **kwargs):
+            if name in ("prop", "prop_search", "template_list"):
+                data, field = args[2:4] if name == "template_list" else \
+                    args[0:2]
+                self.test.assertIn(field, data.bl_rna.properties.keys())
+                self.drawn.append(field)
+            return self
+        return call
+
+
+class Panels(unittest.TestCase):
+
+    def test_panels_draw_every_kind_and_state(self):
+        h.reset_scene()
+        h.enable_addon()
+        from posewire_blender import panels, properties
+        obj = h.import_cmu_walk()
+        for kind, _, _ in properties.SOLVER_KINDS:
+            setup = obj.posewire.solvers.add()
+            setup.kind = kind
+        obj.posewire.springs.add()
+        obj.posewire.bake_progress = 50.0
+        context = bpy.context
+        drawn = []
+        for auto in (True, False):
+            for index in range(len(properties.SOLVER_KINDS)):
+                obj.posewire.active_solver = index
+                obj.posewire.solvers[index].biped_auto_mapping = auto
+                for panel in panels.CLASSES:
+                    if hasattr(panel, "draw_item"):
+                        continue
+                    layout = FakeLayout(self, drawn)
+                    panel.draw(type("P", (), {"layout": layout})(), context)
+        for field in ("left_arm_upper", "iterations", "forward_axis",
+                      "mid_bone", "stiffness", "bake_mode"):
+            self.assertIn(field, drawn)
+
+
+if __name__ == "__main__":
+    h.run([LiveAndBake, Panels])

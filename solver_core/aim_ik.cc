@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "solver_core/clamp_direction.h"
 #include "solver_core/pose.h"
+#include "solver_core/quaternion_math.h"
 
 namespace posewire {
 namespace {
@@ -92,22 +93,10 @@ absl::Status Diagnose(const AimIkJob& job) {
                            skel.joint_name(job.joint));
 }
 
-// Bounds on a quaternion's squared norm slightly inside ValidateTransform's
-// |norm - 1| <= kUnitQuaternionTolerance.
-constexpr float kMinUnitNorm2 =
-    (1.0f - kUnitQuaternionTolerance) * (1.0f - kUnitQuaternionTolerance) +
-    1e-6f;
-constexpr float kMaxUnitNorm2 =
-    (1.0f + kUnitQuaternionTolerance) * (1.0f + kUnitQuaternionTolerance) -
-    1e-6f;
-
-// ValidateTransform's conditions as one branch-light test.
+// ValidateTransform's conditions as one branch-free test: quaternion_math.h's
+// SSE screen (three row loads), never laxer than ValidateTransform.
 inline bool LooksLikeValidTransform(const Transform& t) {
-  const Eigen::Vector4f& q = t.rotation.coeffs();
-  const float finite = (t.translation - t.translation).sum() + (q - q).sum() +
-                       (t.scale - t.scale).sum();
-  const float n2 = q.squaredNorm();
-  return finite == 0.0f && n2 >= kMinUnitNorm2 && n2 <= kMaxUnitNorm2;
+  return TransformLooksValid(t);
 }
 
 // Quick screen: Diagnose's conditions without building statuses, never

@@ -106,12 +106,26 @@ inline void BlendJoint(const Contributor* c, int count, int j, Transform* out) {
 // Stores four rotation sums normalised with one SIMD square root and
 // division (the costliest part of a blend), or their fallbacks when
 // degenerate.
+// Four dot products a[k] . b[k], one per lane, with simd::Dot4's summation
+// order, (x x' + z z') + (y y' + w w'), and so its bits: the products are
+// transposed and added instead of summed horizontally four times.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline __m128 FourDots(const __m128 a[4],
+                                                    const __m128 b[4]) {
+  const __m128 m0 = _mm_mul_ps(a[0], b[0]);
+  const __m128 m1 = _mm_mul_ps(a[1], b[1]);
+  const __m128 m2 = _mm_mul_ps(a[2], b[2]);
+  const __m128 m3 = _mm_mul_ps(a[3], b[3]);
+  // Lanes (x + z, x + z, y + w, y + w) of joints (0, 1, 0, 1) and (2, 3, ...).
+  const __m128 s01 =
+      _mm_add_ps(_mm_unpacklo_ps(m0, m1), _mm_unpackhi_ps(m0, m1));
+  const __m128 s23 =
+      _mm_add_ps(_mm_unpacklo_ps(m2, m3), _mm_unpackhi_ps(m2, m3));
+  return _mm_add_ps(_mm_movelh_ps(s01, s23), _mm_movehl_ps(s23, s01));
+}
+
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline void StoreFourRotations(
     const __m128 q[4], const __m128 first[4], Transform* const out[4]) {
-  __m128 n2[4];
-  for (int k = 0; k < 4; ++k) n2[k] = simd::Dot4(q[k], q[k]);
-  const __m128 packed = _mm_movelh_ps(_mm_unpacklo_ps(n2[0], n2[1]),
-                                      _mm_unpacklo_ps(n2[2], n2[3]));
+  const __m128 packed = FourDots(q, q);
   const __m128 inverse = _mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(packed));
   const int degenerate =
       _mm_movemask_ps(_mm_cmple_ps(packed, _mm_set1_ps(kMinQuatSquaredNorm)));
@@ -134,10 +148,44 @@ inline void BlendFourJoints(const Contributor* c, int count, int j,
                             Transform* out) {
 #if defined(__SSE2__)
   if constexpr (kSimdTransformLayout) {
-    __m128 first[4];
-    __m128 q[4];
+    // AccumulateJoint's arithmetic on four joints at once, so the four
+    // hemisphere tests of a layer share one FourDots. Every input of the
+    // four joints is read before any of them is written.
+    __m128 first[4], t[4], q[4], s[4];
+    __m128 w = _mm_set1_ps(c[0].weight);
     for (int k = 0; k < 4; ++k) {
-      q[k] = AccumulateJoint(c, count, j + k, out + j + k, &first[k]);
+      const float* p = reinterpret_cast<const float*>(c[0].pose + j + k);
+      first[k] = _mm_loadu_ps(p + 4);
+      t[k] = _mm_mul_ps(simd::LoadXyz(p), w);
+      q[k] = _mm_mul_ps(first[k], w);
+      s[k] = _mm_mul_ps(simd::LoadXyz(p + 8), w);
+    }
+    const __m128 sign_bit = _mm_set1_ps(-0.0f);
+    for (int i = 1; i < count; ++i) {
+      w = _mm_set1_ps(c[i].weight);
+      const float* x[4];
+      __m128 xq[4];
+      for (int k = 0; k < 4; ++k) {
+        x[k] = reinterpret_cast<const float*>(c[i].pose + j + k);
+        xq[k] = _mm_loadu_ps(x[k] + 4);
+      }
+      const __m128 flips = _mm_and_ps(
+          _mm_cmplt_ps(FourDots(first, xq), _mm_setzero_ps()), sign_bit);
+      const __m128 flip[4] = {
+          _mm_shuffle_ps(flips, flips, _MM_SHUFFLE(0, 0, 0, 0)),
+          _mm_shuffle_ps(flips, flips, _MM_SHUFFLE(1, 1, 1, 1)),
+          _mm_shuffle_ps(flips, flips, _MM_SHUFFLE(2, 2, 2, 2)),
+          _mm_shuffle_ps(flips, flips, _MM_SHUFFLE(3, 3, 3, 3))};
+      for (int k = 0; k < 4; ++k) {
+        t[k] = _mm_add_ps(t[k], _mm_mul_ps(simd::LoadXyz(x[k]), w));
+        s[k] = _mm_add_ps(s[k], _mm_mul_ps(simd::LoadXyz(x[k] + 8), w));
+        q[k] = _mm_add_ps(q[k], _mm_mul_ps(xq[k], _mm_xor_ps(w, flip[k])));
+      }
+    }
+    for (int k = 0; k < 4; ++k) {
+      float* o = reinterpret_cast<float*>(out + j + k);
+      _mm_storeu_ps(o, t[k]);
+      _mm_storeu_ps(o + 8, s[k]);
     }
     Transform* const outs[4] = {out + j, out + j + 1, out + j + 2, out + j + 3};
     StoreFourRotations(q, first, outs);

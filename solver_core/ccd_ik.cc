@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "solver_core/pose.h"
+#include "solver_core/quaternion_math.h"
 
 namespace posewire {
 namespace {
@@ -59,14 +60,89 @@ Eigen::Quaternionf FixedAxisStep(const Eigen::Vector3f& axis,
   return Eigen::Quaternionf(Eigen::AngleAxisf(theta, axis));
 }
 
+// The plain CCD step at a joint at `p` with model rotation `r` under a
+// parent with model rotation `rp` (full weight, no cap, no limit, no
+// fallback): turns the joint by the smallest rotation taking the effector's
+// direction onto the target's, writing the new local rotation and effector.
+// The effector's new place needs no rotation: it is the joint plus the unit
+// direction to the target times the effector's distance, so one square root
+// lies on the serial chain from step to step (the target's direction depends
+// on the joint only). The local rotation is TurnedLocalRotation of the
+// unnormalised halfway quaternion (ik_chain.h's HalfwayRotation, same
+// arithmetic): one normalisation instead of two. Returns false, writing
+// nothing, outside everyday magnitudes and for antiparallel directions, which
+// the general step handles.
+inline bool PlainStep(const Eigen::Vector3f& p, const Eigen::Quaternionf& r,
+                      const Eigen::Quaternionf& rp,
+                      const Eigen::Vector3f& target, Eigen::Vector3f* tip,
+                      Eigen::Quaternionf* local) {
+  const Eigen::Vector3f e = *tip - p;
+  const Eigen::Vector3f g = target - p;
+  const float ee = e.squaredNorm();
+  const float gg = g.squaredNorm();
+  const float eg = ee * gg;
+  if (!(eg > 1e-30f && eg < 1e30f)) return false;
+  const float m = std::sqrt(eg);
+  const float d = e.dot(g);
+  if (d < (-1.0f + 1e-6f) * m) return false;
+  const Eigen::Vector3f axis = e.cross(g);
+  *local = TurnedLocalRotation(
+      rp, Eigen::Quaternionf(m + d, axis.x(), axis.y(), axis.z()), r);
+  const Eigen::Vector3f goal_dir = g * (1.0f / std::sqrt(gg));
+  *tip = p + goal_dir * std::sqrt(ee);
+  return true;
+}
+
+// The general form of the same step: FromToRotation, which handles every
+// magnitude and the antiparallel half turn.
+inline void GeneralPlainStep(const Eigen::Vector3f& p,
+                             const Eigen::Quaternionf& r,
+                             const Eigen::Quaternionf& rp,
+                             const Eigen::Vector3f& target,
+                             Eigen::Vector3f* tip, Eigen::Quaternionf* local) {
+  const Eigen::Quaternionf step = FromToRotation(*tip - p, target - p);
+  *local = TurnedLocalRotation(rp, step, r);
+  *tip = p + step * (*tip - p);
+}
+
+// Sweeps for the common case (every joint at full weight, no limit, no step
+// cap, no fallback): PlainStep at every joint on the chain's raw arrays,
+// forward kinematics once per sweep. Returns the sweeps used.
+int PlainSweeps(IkChain& c, const Eigen::Vector3f& target, float tol2,
+                int max_iterations, bool incremental) {
+  const int n = c.size();
+  const int tip = n - 1;
+  const Transform* model = c.models();
+  Transform* local = c.mutable_locals();
+  for (int it = 0; it < max_iterations; ++it) {
+    // Each sweep goes tip to root, so a joint's own transform and its
+    // ancestors' stay valid within the sweep; only the effector is tracked
+    // incrementally, and everything is refreshed here.
+    if (it > 0) c.UpdateModel(0);
+    Eigen::Vector3f tip_pos = model[tip].translation;
+    const int first = incremental ? std::max(0, n - 3 - it) : 0;
+    for (int i = tip - 1; i >= first; --i) {
+      const Transform& m = model[i];
+      const Eigen::Quaternionf& rp =
+          i == 0 ? c.base().rotation : model[i - 1].rotation;
+      if (!PlainStep(m.translation, m.rotation, rp, target, &tip_pos,
+                     &local[i].rotation)) {
+        GeneralPlainStep(m.translation, m.rotation, rp, target, &tip_pos,
+                         &local[i].rotation);
+      }
+      if ((target - tip_pos).squaredNorm() <= tol2) return it + 1;
+    }
+  }
+  return max_iterations;
+}
+
 }  // namespace
 
 absl::Status CcdIkJob::Validate() const {
   if (skeleton == nullptr) {
     return absl::InvalidArgumentError("ccd_ik.skeleton: not set");
   }
-  if (absl::Status s = ValidatePose(*skeleton, input, "ccd_ik.input");
-      !s.ok()) {
+  if (absl::Status s = CheckPose(*skeleton, input, "ccd_ik.input"); !s.ok()) {
     return s;
   }
   if (static_cast<int>(output.size()) != skeleton->num_joints()) {
@@ -178,11 +254,18 @@ absl::Status CcdIkJob::Run() const {
   const float reach = (target - root).norm();
 
   if (err2 > tol2 && max_iterations > 0) {
-    // A joint frozen by a zero weight cannot take part in straightening.
+    // A joint frozen by a zero weight cannot take part in straightening;
+    // plain solves (every joint at full weight, nothing else set) take
+    // PlainSweeps.
     bool all_move = true;
+    bool all_full = true;
     for (int i = 0; i < tip; ++i) {
       all_move &= joint_weights.empty() || joint_weights[i] > 0.0f;
+      all_full &=
+          joint_weights.empty() || ClampWeight(joint_weights[i]) == 1.0f;
     }
+    const bool plain =
+        all_full && !any_limit && max_step_angle == 0.0f && !hinge_fallback;
     if (!any_limit && max_step_angle == 0.0f && all_move &&
         reach >= c.total_length()) {
       // Out of reach: the answer is the straight chain toward the target.
@@ -196,7 +279,11 @@ absl::Status CcdIkJob::Run() const {
       }
       c.AlignChainTo(line);
       res.iterations = 1;
+    } else if (plain) {
+      res.iterations =
+          PlainSweeps(c, target, tol2, max_iterations, incremental);
     } else {
+      const bool plain_steps = max_step_angle == 0.0f;
       bool done = false;
       for (int it = 0; it < max_iterations && !done; ++it) {
         res.iterations = it + 1;
@@ -217,9 +304,26 @@ absl::Status CcdIkJob::Run() const {
           const Eigen::Vector3f to_effector = tip_pos - p;
           const Eigen::Vector3f to_goal = target - p;
           const JointLimit* limit = FindJointLimit(limits, chain[i]);
+          const bool fixed_axis =
+              hinge_fallback && i > 0 && Collinear(to_effector, to_goal);
+          if (wi == 1.0f && limit == nullptr && !fixed_axis && plain_steps) {
+            Eigen::Quaternionf solved;
+            if (!PlainStep(p, r, c.parent_rotation(i), target, &tip_pos,
+                           &solved)) {
+              GeneralPlainStep(p, r, c.parent_rotation(i), target, &tip_pos,
+                               &solved);
+            }
+            c.set_local_rotation(i, solved);
+            err2 = (target - tip_pos).squaredNorm();
+            if (err2 <= tol2) {
+              done = true;
+              break;
+            }
+            continue;
+          }
 
           Eigen::Quaternionf step;
-          if (hinge_fallback && i > 0 && Collinear(to_effector, to_goal)) {
+          if (fixed_axis) {
             const Eigen::Vector3f local_axis =
                 limit != nullptr && limit->type == JointLimitType::kHinge
                     ? limit->axis

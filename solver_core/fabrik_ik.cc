@@ -7,6 +7,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/pose.h"
+#include "solver_core/quaternion_math.h"
 
 namespace posewire {
 namespace {
@@ -106,7 +107,8 @@ class FabrikSolver {
       }
     }
 
-    if (Error() <= pb_.tolerance || pb_.max_iterations == 0) return 0;
+    tolerance2_ = pb_.tolerance * pb_.tolerance;
+    if (WithinTolerance() || pb_.max_iterations == 0) return 0;
 
     const Eigen::Vector3f& root = p_[0];
     if (is_chain && !any_limit && pb_.planar_limits.empty() &&
@@ -163,7 +165,7 @@ class FabrikSolver {
           for (int i = 0; i < n; ++i) best[i] = c_.local(i).rotation;
         }
       }
-      if (Error() <= pb_.tolerance) break;
+      if (WithinTolerance()) break;
     }
     if (rotational_) {
       for (int i = 0; i < n; ++i) c_.set_local_rotation(i, best[i]);
@@ -175,12 +177,15 @@ class FabrikSolver {
   }
 
  private:
-  float Error() const {
-    float e = 0.0f;
+  // Whether every effector is within the tolerance, on squared distances
+  // (no square root per iteration).
+  bool WithinTolerance() const {
+    float e2 = 0.0f;
     for (size_t k = 0; k < pb_.effector_nodes.size(); ++k) {
-      e = std::max(e, (p_[pb_.effector_nodes[k]] - pb_.targets[k]).norm());
+      e2 = std::max(e2,
+                    (p_[pb_.effector_nodes[k]] - pb_.targets[k]).squaredNorm());
     }
-    return e;
+    return e2 <= tolerance2_;
   }
 
   float Objective() const {
@@ -483,6 +488,7 @@ class FabrikSolver {
   const JointLimit free_;
   bool rotational_ = false;
   bool fast_ = false;
+  float tolerance2_ = 0.0f;
   NodeVector<Eigen::Vector3f> p_;
   NodeVector<Eigen::Vector3f> dir0_;
   NodeVector<Eigen::Vector3f> acc_;
@@ -545,7 +551,7 @@ absl::Status ValidateCommon(const Skeleton* skeleton,
   if (skeleton == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(f.skeleton, ": not set"));
   }
-  if (absl::Status s = ValidatePose(*skeleton, input, f.input); !s.ok()) {
+  if (absl::Status s = CheckPose(*skeleton, input, f.input); !s.ok()) {
     return s;
   }
   if (static_cast<int>(output_size) != skeleton->num_joints()) {

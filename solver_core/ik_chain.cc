@@ -116,8 +116,6 @@ Eigen::Vector3f AnyPerpendicular(const Eigen::Vector3f& v) {
   return v.cross(Eigen::Vector3f::Unit(axis)).normalized();
 }
 
-namespace {
-
 // The half-way form of the from-to rotation, (|f||t| + f.t, f x t), which
 // normalises to the half-angle quaternion with no trigonometric call; for
 // everyday magnitudes it needs one square root. Vectors so small or large
@@ -148,8 +146,6 @@ Eigen::Quaternionf HalfwayRotation(const Eigen::Vector3f& from,
   const Eigen::Vector3f c = u.cross(v);
   return Eigen::Quaternionf(m + d, c.x(), c.y(), c.z());
 }
-
-}  // namespace
 
 Eigen::Quaternionf FromToRotation(const Eigen::Vector3f& from,
                                   const Eigen::Vector3f& to) {
@@ -232,24 +228,36 @@ void IkChain::SetModelRotation(int i, const Eigen::Quaternionf& r) {
 }
 
 void IkChain::UpdateModel(int from) {
-  for (int i = from; i < size(); ++i) {
-    model_[i] = Combine(i == 0 ? base_ : model_[parents_[i]], local_[i]);
+  // Raw pointers: InlinedVector's operator[] tests where its storage lives
+  // on every access, which cost more than the arithmetic here.
+  const int n = size();
+  const int* parents = parents_.data();
+  const Transform* local = local_.data();
+  Transform* model = model_.data();
+  int i = from;
+  if (i == 0 && n > 0) CombineTo(base_, local[0], model);
+  for (i = std::max(i, 1); i < n; ++i) {
+    CombineTo(model[parents[i]], local[i], model + i);
   }
 }
 
 void IkChain::AlignChainTo(absl::Span<const Eigen::Vector3f> targets) {
   const int n = size();
+  Transform* local = local_.data();
+  Transform* model = model_.data();
+  const Eigen::Vector3f* offsets = offsets_.data();
   for (int i = 0; i + 1 < n; ++i) {
-    // model_[i] is current: its parent was aligned and refreshed above.
-    const Eigen::Vector3f bone = model_[i].rotation * offsets_[i + 1];
-    const Eigen::Vector3f wanted = targets[i + 1] - model_[i].translation;
+    // model[i] is current: its parent was aligned and refreshed above.
+    const Eigen::Quaternionf rp =
+        i == 0 ? base_.rotation : model[i - 1].rotation;
+    const Eigen::Vector3f bone = model[i].rotation * offsets[i + 1];
+    const Eigen::Vector3f wanted = targets[i + 1] - model[i].translation;
     const Eigen::Quaternionf swing = HalfwayRotation(bone, wanted);
     // One normalisation per bone: the stored local rotation's. The model
     // rotation is rebuilt from it so the two stay consistent.
-    local_[i].rotation = Normalized(parent_rotation(i).conjugate() *
-                                    (swing * model_[i].rotation));
-    model_[i].rotation = parent_rotation(i) * local_[i].rotation;
-    model_[i + 1] = Combine(model_[i], local_[i + 1]);
+    local[i].rotation = TurnedLocalRotation(rp, swing, model[i].rotation);
+    model[i].rotation = transform_internal::Multiply(rp, local[i].rotation);
+    CombineTo(model[i], local[i + 1], model + i + 1);
   }
 }
 

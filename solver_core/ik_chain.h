@@ -36,6 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "solver_core/quaternion_math.h"
 #include "solver_core/skeleton.h"
 #include "solver_core/transform.h"
 
@@ -105,6 +106,43 @@ inline float ClampWeight(float w) {
 // v crossed with the coordinate axis it is least aligned with.
 Eigen::Vector3f AnyPerpendicular(const Eigen::Vector3f& v);
 
+// FromToRotation before its normalisation: (|f||t| + f.t, f x t), a
+// quaternion of length sqrt(2 |f||t| (|f||t| + f.t)) for everyday magnitudes
+// (exact unit quaternions in the degenerate and antiparallel cases). For
+// callers that normalise a product with it anyway.
+Eigen::Quaternionf HalfwayRotation(const Eigen::Vector3f& from,
+                                   const Eigen::Vector3f& to);
+
+// The local rotation of a joint with model rotation `model`, under a parent
+// with model rotation `parent`, after a model-space turn `delta` (any
+// nonzero length, e.g. a HalfwayRotation): normalised conj(parent) *
+// (delta * model). One normalisation for the whole product; transform.h's
+// Hamilton product and quaternion_math.h's dot product, so the SSE and scalar
+// forms give the same bits.
+inline Eigen::Quaternionf TurnedLocalRotation(const Eigen::Quaternionf& parent,
+                                              const Eigen::Quaternionf& delta,
+                                              const Eigen::Quaternionf& model) {
+#if defined(__SSE2__)
+  namespace ti = transform_internal;
+  const __m128 parent_conj = _mm_xor_ps(_mm_loadu_ps(parent.coeffs().data()),
+                                        _mm_setr_ps(-0.0f, -0.0f, -0.0f, 0.0f));
+  const __m128 l = ti::MultiplyRows(
+      parent_conj, ti::MultiplyRows(_mm_loadu_ps(delta.coeffs().data()),
+                                    _mm_loadu_ps(model.coeffs().data())));
+  Eigen::Quaternionf out;
+  _mm_storeu_ps(
+      out.coeffs().data(),
+      _mm_mul_ps(l,
+                 _mm_set1_ps(InverseLength(_mm_cvtss_f32(simd::Dot4(l, l))))));
+  return out;
+#else
+  const Eigen::Quaternionf l = transform_internal::Multiply(
+      parent.conjugate(), transform_internal::Multiply(delta, model));
+  return Eigen::Quaternionf(l.coeffs() *
+                            InverseLength(Dot4(l.coeffs(), l.coeffs())));
+#endif
+}
+
 // The smallest rotation taking the direction of `from` to the direction of
 // `to`. Identity when either is (almost) zero. For antiparallel vectors, a
 // half turn about AnyPerpendicular(from), so the answer is deterministic.
@@ -140,6 +178,11 @@ class IkChain {
   int parent(int i) const { return parents_[i]; }
   // Model-space transform of node 0's parent: fixed during a solve.
   const Transform& base() const { return base_; }
+
+  // The nodes' transforms as plain arrays (size() entries), for solvers'
+  // inner loops.
+  const Transform* models() const { return model_.data(); }
+  Transform* mutable_locals() { return local_.data(); }
 
   const Transform& local(int i) const { return local_[i]; }
   const Transform& model(int i) const { return model_[i]; }

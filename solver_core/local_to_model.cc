@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "solver_core/pose.h"
+#include "solver_core/quaternion_math.h"
 
 namespace posewire {
 namespace {
@@ -29,7 +30,9 @@ absl::Status LocalToModelJob::Validate() const {
   if (absl::Status s = ValidateRoot(root, "local_to_model.root"); !s.ok()) {
     return s;
   }
-  if (absl::Status s = ValidatePose(*skeleton, local, "local_to_model.local");
+  // One branch-free pass over the pose; the per-joint messages only when it
+  // finds something.
+  if (absl::Status s = CheckPose(*skeleton, local, "local_to_model.local");
       !s.ok()) {
     return s;
   }
@@ -54,11 +57,25 @@ absl::Status LocalToModelJob::Run() const {
 void LocalToModelJob::RunUnchecked() const {
   const Skeleton& skel = *skeleton;
   const int n = skel.num_joints();
-  const int begin = from < 0 ? 0 : from;
-  for (int j = begin; j < n; ++j) {
-    if (from >= 0 && !skel.IsInSubtree(from, j)) continue;
-    const int p = skel.parent(j);
-    model[j] = Combine(p == kNoParent ? root : model[p], local[j]);
+  const int* parents = skel.parents().data();
+  const Transform* in = local.data();
+  Transform* out = model.data();
+  if (from < 0) {
+    // The whole pose: no subtree test, one select for roots, and each joint
+    // a branch-free CombineTo (transform.h) whose only serial dependency is
+    // on its parent's result, so siblings overlap.
+    for (int j = 0; j < n; ++j) {
+      const int p = parents[j];
+      CombineTo(p == kNoParent ? root : out[p], in[j], out + j);
+    }
+    return;
+  }
+  // Topological order need not be depth-first, so the subtree is not a
+  // contiguous range: test each later joint.
+  for (int j = from; j < n; ++j) {
+    if (!skel.IsInSubtree(from, j)) continue;
+    const int p = parents[j];
+    CombineTo(p == kNoParent ? root : out[p], in[j], out + j);
   }
 }
 

@@ -234,32 +234,53 @@ class DeferredNormalizer {
   int count_ = 0;
 };
 
-// TransformLooksValid for a whole pose, without a branch per transform:
-// non-finite values propagate into one running sum, squared norms into a
-// running minimum and maximum, checked once at the end.
+// TransformLooksValid for a whole pose, without a branch per transform.
+// Translations and scales are summed: a NaN or infinity anywhere leaves the
+// sum non-finite (a sum that overflows only sends the pose to the detailed
+// check, which decides). Only lanes x, y, z of the sum are read, so the
+// padding lanes need no masking in the loop. Squared rotation norms are
+// computed four at a time (squares, then a transpose-and-add) and compared with
+// "not within bounds", which a NaN also satisfies.
 inline bool PoseLooksValid(absl::Span<const Transform> pose) {
 #if defined(__SSE2__)
   if constexpr (kSimdTransformLayout) {
-    __m128 finite = _mm_setzero_ps();
-    __m128 lo = _mm_set1_ps(1.0f);
-    __m128 hi = _mm_set1_ps(1.0f);
-    for (const Transform& t : pose) {
-      const float* p = reinterpret_cast<const float*>(&t);
-      const __m128 tr = simd::LoadXyz(p);
-      const __m128 q = _mm_loadu_ps(p + 4);
-      const __m128 sc = simd::LoadXyz(p + 8);
-      finite = _mm_add_ps(
-          finite, _mm_add_ps(_mm_add_ps(_mm_sub_ps(tr, tr), _mm_sub_ps(q, q)),
-                             _mm_sub_ps(sc, sc)));
-      const __m128 n2 = simd::Dot4(q, q);
-      lo = _mm_min_ps(lo, n2);
-      hi = _mm_max_ps(hi, n2);
+    const float* p = reinterpret_cast<const float*>(pose.data());
+    const size_t n = pose.size();
+    __m128 sum = _mm_setzero_ps();
+    __m128 bad = _mm_setzero_ps();
+    const __m128 lo = _mm_set1_ps(kScreenMinSquaredNorm);
+    const __m128 hi = _mm_set1_ps(kScreenMaxSquaredNorm);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4, p += 48) {
+      __m128 sq[4];
+      for (int k = 0; k < 4; ++k) {
+        const float* t = p + 12 * k;
+        sum = _mm_add_ps(sum, _mm_add_ps(_mm_loadu_ps(t), _mm_loadu_ps(t + 8)));
+        const __m128 q = _mm_loadu_ps(t + 4);
+        sq[k] = _mm_mul_ps(q, q);
+      }
+      const __m128 s01 = _mm_add_ps(_mm_unpacklo_ps(sq[0], sq[1]),
+                                    _mm_unpackhi_ps(sq[0], sq[1]));
+      const __m128 s23 = _mm_add_ps(_mm_unpacklo_ps(sq[2], sq[3]),
+                                    _mm_unpackhi_ps(sq[2], sq[3]));
+      const __m128 n2 =
+          _mm_add_ps(_mm_movelh_ps(s01, s23), _mm_movehl_ps(s23, s01));
+      bad = _mm_or_ps(bad,
+                      _mm_or_ps(_mm_cmpnge_ps(n2, lo), _mm_cmpnle_ps(n2, hi)));
     }
-    // min/max return their second operand when one is NaN; `finite` has
-    // caught any NaN in q already.
-    return _mm_movemask_ps(_mm_cmpeq_ps(finite, _mm_setzero_ps())) == 0xF &&
-           _mm_cvtss_f32(lo) >= kScreenMinSquaredNorm &&
-           _mm_cvtss_f32(hi) <= kScreenMaxSquaredNorm;
+    for (; i < n; ++i, p += 12) {
+      sum = _mm_add_ps(sum, _mm_add_ps(_mm_loadu_ps(p), _mm_loadu_ps(p + 8)));
+      const __m128 q = _mm_loadu_ps(p + 4);
+      const __m128 n2 = simd::Dot4(q, q);
+      bad = _mm_or_ps(bad,
+                      _mm_or_ps(_mm_cmpnge_ps(n2, lo), _mm_cmpnle_ps(n2, hi)));
+    }
+    // The padding lane is cleared once here (it summed whatever the padding
+    // held; tools that track uninitialised bytes then see defined lanes).
+    sum = _mm_and_ps(sum, _mm_castsi128_ps(_mm_set_epi32(0, -1, -1, -1)));
+    return _mm_movemask_ps(
+               _mm_cmpeq_ps(_mm_sub_ps(sum, sum), _mm_setzero_ps())) == 0xF &&
+           _mm_movemask_ps(bad) == 0;
   }
 #endif
   for (const Transform& t : pose) {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/local_to_model.h"
 #include "solver_core/pose.h"
@@ -283,8 +284,10 @@ Eigen::Quaternionf ShortestArc(const Eigen::Vector3f& a,
 // AdjustAngle: turns `bone` back onto the cone of half-angle limit_angle
 // around `pose_bone` (of length `pose_len`) when it points outside, keeping
 // its length.
-void LimitAngle(const SpringParticle& pt, const Eigen::Vector3f& pose_bone,
-                float pose_len, Eigen::Vector3f* bone) {
+// Inlined: a few hundred calls per solve, most taking the early return.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void LimitAngle(
+    const SpringParticle& pt, const Eigen::Vector3f& pose_bone, float pose_len,
+    Eigen::Vector3f* bone) {
   if (!(pt.settings.limit_angle_degrees > 0.0f) || !(pose_len > kTinyLength)) {
     return;
   }
@@ -315,12 +318,12 @@ void LimitAngle(const SpringParticle& pt, const Eigen::Vector3f& pose_bone,
 // The per-bone constraint shared by every pass: the angle limit against the
 // animated bone direction (AdjustAngle), then the animated length (length
 // restore). A bone collapsed onto its parent takes the animated direction.
-Eigen::Vector3f Constrain(const SpringParticle& pt,
-                          const Eigen::Vector3f& position,
-                          const Eigen::Vector3f& parent,
-                          const Eigen::Vector3f& pose_bone) {
+// `pose_len` is pose_bone.norm(), computed once per step.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline Eigen::Vector3f Constrain(
+    const SpringParticle& pt, const Eigen::Vector3f& position,
+    const Eigen::Vector3f& parent, const Eigen::Vector3f& pose_bone,
+    float pose_len) {
   Eigen::Vector3f bone = position - parent;
-  const float pose_len = pose_bone.norm();
   LimitAngle(pt, pose_bone, pose_len, &bone);
   const float len = bone.norm();
   if (len > kTinyLength) {
@@ -331,6 +334,11 @@ Eigen::Vector3f Constrain(const SpringParticle& pt,
   return parent + bone;
 }
 
+// How far past a collider surface counts as rounding rather than overlap.
+float Slop(const Eigen::Vector3f& p) {
+  return 1e-6f * (1.0f + p.cwiseAbs().maxCoeff());
+}
+
 // The deepest overlap of a bone sphere at `p` with the colliders, beyond
 // rounding: > 0 overlaps (`deepest` names the collider), <= 0 is clear.
 // With `exact` false, colliders the bone cannot reach are skipped by a
@@ -338,17 +346,7 @@ Eigen::Vector3f Constrain(const SpringParticle& pt,
 // value is a continuous function of `p`, as the arc search needs.
 float Overlap(absl::Span<const PlacedCollider> colliders, float radius,
               const Eigen::Vector3f& p, bool exact, int* deepest) {
-  const float slop = 1e-6f * (1.0f + p.cwiseAbs().maxCoeff());
-  float worst = -std::numeric_limits<float>::max();
-  for (size_t c = 0; c < colliders.size(); ++c) {
-    if (!exact && !MayTouch(colliders[c], radius, p)) continue;
-    const float depth = PenetrationDepth(colliders[c], radius, p) - slop;
-    if (depth > worst) {
-      worst = depth;
-      *deepest = static_cast<int>(c);
-    }
-  }
-  return worst;
+  return DeepestPenetration(colliders, radius, p, Slop(p), !exact, deepest);
 }
 
 // The final word on one bone: angle limit and length restore; then, if the
@@ -362,16 +360,16 @@ float Overlap(absl::Span<const PlacedCollider> colliders, float radius,
 // around) the bone is left where the round put it.
 Eigen::Vector3f ResolveBone(const SpringParticle& pt, Eigen::Vector3f p,
                             const Eigen::Vector3f& parent,
-                            const Eigen::Vector3f& pose_bone,
+                            const Eigen::Vector3f& pose_bone, float pose_len,
                             absl::Span<const PlacedCollider> colliders) {
-  p = Constrain(pt, p, parent, pose_bone);
+  p = Constrain(pt, p, parent, pose_bone, pose_len);
   const float radius = pt.settings.radius;
+  // Most bones resolved here are clear: only the sign matters, so the scan
+  // stops at the first overlap.
+  if (!AnyPenetration(colliders, radius, p, Slop(p))) return p;
   int deepest = -1;
-  if (Overlap(colliders, radius, p, false, &deepest) <= 0.0f) return p;
-  for (const PlacedCollider& c : colliders) {
-    if (MayTouch(c, radius, p)) PushOutOfCollider(c, radius, &p);
-  }
-  p = Constrain(pt, p, parent, pose_bone);
+  PushOutOfColliders(colliders, radius, &p);
+  p = Constrain(pt, p, parent, pose_bone, pose_len);
   // Positive overlaps come from colliders within reach, so the quick form
   // gives the exact value whenever it matters (> 0).
   float f_lo = Overlap(colliders, radius, p, false, &deepest);
@@ -381,7 +379,7 @@ Eigen::Vector3f ResolveBone(const SpringParticle& pt, Eigen::Vector3f p,
   if (!(length > kTinyLength)) return p;
   const Eigen::Vector3f target = Constrain(
       pt, parent + OutwardDirection(colliders[deepest], parent) * length,
-      parent, pose_bone);
+      parent, pose_bone, pose_len);
   int ignored = -1;
   float f_hi = Overlap(colliders, radius, target, true, &ignored);
   if (f_hi > 0.0f) return p;
@@ -583,14 +581,18 @@ void Solver::Step(DynamicsState& s, const Transform& from, const Transform& to,
   const int n = rig_.num_particles();
   const float h = rig_.step_seconds();
 
-  // The animated target at this step's time.
-  sc_.step_pose.resize(n);
-  for (int i = 0; i < n; ++i) {
-    const Eigen::Vector3f& a = s.previous_pose_positions[i];
-    const Eigen::Vector3f p_cs =
-        alpha == 1.0f ? sc_.pose_cs[i]
-                      : Eigen::Vector3f(a + (sc_.pose_cs[i] - a) * alpha);
-    sc_.step_pose[i] = ToSim(p_cs, to);
+  // The animated target at this step's time: this frame's pose itself when
+  // the step lands on the frame in component space (the common case).
+  const bool frame_pose = alpha == 1.0f && !world_;
+  if (!frame_pose) {
+    sc_.step_pose.resize(n);
+    for (int i = 0; i < n; ++i) {
+      const Eigen::Vector3f& a = s.previous_pose_positions[i];
+      const Eigen::Vector3f p_cs =
+          alpha == 1.0f ? sc_.pose_cs[i]
+                        : Eigen::Vector3f(a + (sc_.pose_cs[i] - a) * alpha);
+      sc_.step_pose[i] = ToSim(p_cs, to);
+    }
   }
 
   // UpdateMovement for this step (component space only).
@@ -632,9 +634,12 @@ void Solver::Step(DynamicsState& s, const Transform& from, const Transform& to,
 
   std::vector<Eigen::Vector3f>& pos = s.positions;
   std::vector<Eigen::Vector3f>& prev = s.previous_positions;
-  const std::vector<Eigen::Vector3f>& pose = sc_.step_pose;
+  const std::vector<Eigen::Vector3f>& pose =
+      frame_pose ? sc_.pose_cs : sc_.step_pose;
 
   // UpdatePose, stiffness, AdjustAngle and length restore, parents first.
+  sc_.pose_bone.resize(n);
+  sc_.pose_len.resize(n);
   for (int i = 0; i < n; ++i) {
     const SpringParticle& pt = particles_[i];
     if (pt.parent < 0) {
@@ -655,8 +660,11 @@ void Solver::Step(DynamicsState& s, const Transform& from, const Transform& to,
     p += constant_step;
     const Eigen::Vector3f& parent = pos[pt.parent];
     const Eigen::Vector3f pose_bone = pose[i] - pose[pt.parent];
+    const float pose_len = pose_bone.norm();
+    sc_.pose_bone[i] = pose_bone;
+    sc_.pose_len[i] = pose_len;
     p += (parent + pose_bone - p) * pt.stiffness_pull;
-    pos[i] = Constrain(pt, p, parent, pose_bone);
+    pos[i] = Constrain(pt, p, parent, pose_bone, pose_len);
   }
 
   // Colliders, then the angle limit and length restore again, with
@@ -671,20 +679,16 @@ void Solver::Step(DynamicsState& s, const Transform& from, const Transform& to,
     for (int i = 0; i < n; ++i) {
       const SpringParticle& pt = particles_[i];
       if (pt.parent < 0) continue;
-      for (const PlacedCollider& c : sc_.colliders) {
-        if (MayTouch(c, pt.settings.radius, pos[i]) &&
-            PushOutOfCollider(c, pt.settings.radius, &pos[i])) {
-          moved[i] = 1;
-        }
+      if (PushOutOfColliders(sc_.colliders, pt.settings.radius, &pos[i])) {
+        moved[i] = 1;
       }
     }
     for (int i = 0; i < n; ++i) {
       const SpringParticle& pt = particles_[i];
       if (pt.parent < 0 || !(moved[i] || moved[pt.parent])) continue;
-      const Eigen::Vector3f pose_bone = pose[i] - pose[pt.parent];
-      pos[i] =
-          ResolveBone(pt, pos[i], pos[pt.parent], pose_bone, sc_.colliders);
-      const float tolerance = 1e-6f * pose_bone.norm();
+      pos[i] = ResolveBone(pt, pos[i], pos[pt.parent], sc_.pose_bone[i],
+                           sc_.pose_len[i], sc_.colliders);
+      const float tolerance = 1e-6f * sc_.pose_len[i];
       moved[i] =
           (pos[i] - sc_.settled[i]).squaredNorm() > tolerance * tolerance;
     }
@@ -813,6 +817,31 @@ bool PoseLooksValid(absl::Span<const Transform> pose) {
   // NaN and infinity fail the range test on the squared norm; the other
   // components are screened by their exponent bits (all ones: not finite).
   uint32_t bad = 0;
+#if defined(__SSE2__)
+  if constexpr (transform_internal::kRowLayout) {
+    // Four lanes at a time on the 48-byte rows (translation, rotation,
+    // scale; the padding lanes are masked to zero by LoadRowXyz). The
+    // squared norm is summed in another order than Eigen's, which a screen
+    // with a margin can afford.
+    namespace ti = transform_internal;
+    const __m128i exponent = _mm_set1_epi32(0x7f800000);
+    __m128i nonfinite = _mm_setzero_si128();
+    for (const Transform& t : pose) {
+      const float* row = t.translation.data();
+      const __m128 q = _mm_load_ps(row + 4);
+      const __m128 qq = _mm_mul_ps(q, q);
+      const __m128 pair = _mm_add_ps(qq, _mm_movehl_ps(qq, qq));
+      const float n2 = _mm_cvtss_f32(_mm_add_ss(
+          pair, _mm_shuffle_ps(pair, pair, _MM_SHUFFLE(1, 1, 1, 1))));
+      bad |= static_cast<uint32_t>(!(n2 >= lo && n2 <= hi));
+      for (const __m128 v : {ti::LoadRowXyz(row), ti::LoadRowXyz(row + 8)}) {
+        const __m128i e = _mm_and_si128(_mm_castps_si128(v), exponent);
+        nonfinite = _mm_or_si128(nonfinite, _mm_cmpeq_epi32(e, exponent));
+      }
+    }
+    return bad == 0 && _mm_movemask_epi8(nonfinite) == 0;
+  }
+#endif
   for (const Transform& t : pose) {
     const float n2 = t.rotation.squaredNorm();
     bad |= static_cast<uint32_t>(!(n2 >= lo && n2 <= hi));

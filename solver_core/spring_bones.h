@@ -255,6 +255,9 @@ struct SpringBonesScratch {
   std::vector<Transform> model;
   std::vector<Eigen::Vector3f> pose_cs;
   std::vector<Eigen::Vector3f> step_pose;
+  // Animated bone vectors of the current step and their lengths.
+  std::vector<Eigen::Vector3f> pose_bone;
+  std::vector<float> pose_len;
   std::vector<Eigen::Quaternionf> rotations;
   std::vector<uint8_t> rotated;
   std::vector<PlacedCollider> colliders;

@@ -63,6 +63,86 @@ int NearestFace(const Eigen::Vector3f& local, const Eigen::Vector3f& half) {
   return axis;
 }
 
+// The kernels, defined here so the per-collider loops below inline them.
+inline float Depth(const PlacedCollider& c, float bone_radius,
+                   const Eigen::Vector3f& p) {
+  switch (c.shape) {
+    case ColliderShape::kSphere: {
+      const float dist = (p - c.center).norm();
+      if (c.keep_inside) {
+        return dist - std::max(c.radius - bone_radius, 0.0f);
+      }
+      return c.radius + bone_radius - dist;
+    }
+    case ColliderShape::kCapsule:
+      return c.radius + bone_radius - (p - ClosestOnCapsuleAxis(c, p)).norm();
+    case ColliderShape::kBox: {
+      const Eigen::Vector3f local = c.axes.transpose() * (p - c.center);
+      const Eigen::Vector3f outside =
+          (local.cwiseAbs() - c.half_extents).cwiseMax(0.0f);
+      if (outside.squaredNorm() > 0.0f) return bone_radius - outside.norm();
+      return bone_radius + (c.half_extents - local.cwiseAbs()).minCoeff();
+    }
+    case ColliderShape::kPlane:
+      return bone_radius - c.direction.dot(p - c.center);
+  }
+  return 0.0f;
+}
+
+inline bool PushOut(const PlacedCollider& c, float bone_radius,
+                    Eigen::Vector3f* p) {
+  switch (c.shape) {
+    case ColliderShape::kSphere: {
+      const float dist = (*p - c.center).norm();
+      if (c.keep_inside) {
+        // A bone wider than the sphere cannot fit; its centre goes to the
+        // sphere's centre, the best it can do.
+        const float limit = std::max(c.radius - bone_radius, 0.0f);
+        if (dist <= limit) return false;
+        PushToDistance(c.center, limit, c.axes.col(2), p);
+        return true;
+      }
+      const float limit = c.radius + bone_radius;
+      if (dist >= limit) return false;
+      PushToDistance(c.center, limit, c.axes.col(2), p);
+      return true;
+    }
+    case ColliderShape::kCapsule: {
+      const Eigen::Vector3f closest = ClosestOnCapsuleAxis(c, *p);
+      const float limit = c.radius + bone_radius;
+      if ((*p - closest).norm() >= limit) return false;
+      PushToDistance(closest, limit, c.direction.unitOrthogonal(), p);
+      return true;
+    }
+    case ColliderShape::kBox: {
+      Eigen::Vector3f local = c.axes.transpose() * (*p - c.center);
+      const Eigen::Vector3f clamped =
+          local.cwiseMax(-c.half_extents).cwiseMin(c.half_extents);
+      const Eigen::Vector3f d = local - clamped;
+      const float dist = d.norm();
+      if (dist > 0.0f) {
+        // Centre outside the box: keep bone_radius from the closest point.
+        if (dist >= bone_radius) return false;
+        local = clamped + d * (bone_radius / dist);
+      } else {
+        // Centre inside (or on) the box: leave through the nearest face.
+        const int axis = NearestFace(local, c.half_extents);
+        const float sign = local[axis] < 0.0f ? -1.0f : 1.0f;
+        local[axis] = sign * (c.half_extents[axis] + bone_radius);
+      }
+      *p = c.center + c.axes * local;
+      return true;
+    }
+    case ColliderShape::kPlane: {
+      const float signed_dist = c.direction.dot(*p - c.center);
+      if (signed_dist >= bone_radius) return false;
+      *p += c.direction * (bone_radius - signed_dist);
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 const char* ColliderShapeName(ColliderShape shape) {
@@ -210,79 +290,49 @@ Eigen::Vector3f OutwardDirection(const PlacedCollider& c,
   return Eigen::Vector3f::UnitZ();
 }
 
-float PenetrationDepth(const PlacedCollider& c, float bone_radius,
-                       const Eigen::Vector3f& p) {
-  switch (c.shape) {
-    case ColliderShape::kSphere: {
-      const float dist = (p - c.center).norm();
-      if (c.keep_inside) {
-        return dist - std::max(c.radius - bone_radius, 0.0f);
-      }
-      return c.radius + bone_radius - dist;
-    }
-    case ColliderShape::kCapsule:
-      return c.radius + bone_radius - (p - ClosestOnCapsuleAxis(c, p)).norm();
-    case ColliderShape::kBox: {
-      const Eigen::Vector3f local = c.axes.transpose() * (p - c.center);
-      const Eigen::Vector3f outside =
-          (local.cwiseAbs() - c.half_extents).cwiseMax(0.0f);
-      if (outside.squaredNorm() > 0.0f) return bone_radius - outside.norm();
-      return bone_radius + (c.half_extents - local.cwiseAbs()).minCoeff();
-    }
-    case ColliderShape::kPlane:
-      return bone_radius - c.direction.dot(p - c.center);
-  }
-  return 0.0f;
+float PenetrationDepth(const PlacedCollider& collider, float bone_radius,
+                       const Eigen::Vector3f& position) {
+  return Depth(collider, bone_radius, position);
 }
 
-bool PushOutOfCollider(const PlacedCollider& c, float bone_radius,
-                       Eigen::Vector3f* p) {
-  switch (c.shape) {
-    case ColliderShape::kSphere: {
-      const float dist = (*p - c.center).norm();
-      if (c.keep_inside) {
-        // A bone wider than the sphere cannot fit; its centre goes to the
-        // sphere's centre, the best it can do.
-        const float limit = std::max(c.radius - bone_radius, 0.0f);
-        if (dist <= limit) return false;
-        PushToDistance(c.center, limit, c.axes.col(2), p);
-        return true;
-      }
-      const float limit = c.radius + bone_radius;
-      if (dist >= limit) return false;
-      PushToDistance(c.center, limit, c.axes.col(2), p);
-      return true;
+bool PushOutOfCollider(const PlacedCollider& collider, float bone_radius,
+                       Eigen::Vector3f* position) {
+  return PushOut(collider, bone_radius, position);
+}
+
+bool PushOutOfColliders(absl::Span<const PlacedCollider> colliders,
+                        float bone_radius, Eigen::Vector3f* position) {
+  bool moved = false;
+  for (const PlacedCollider& c : colliders) {
+    if (MayTouch(c, bone_radius, *position) &&
+        PushOut(c, bone_radius, position)) {
+      moved = true;
     }
-    case ColliderShape::kCapsule: {
-      const Eigen::Vector3f closest = ClosestOnCapsuleAxis(c, *p);
-      const float limit = c.radius + bone_radius;
-      if ((*p - closest).norm() >= limit) return false;
-      PushToDistance(closest, limit, c.direction.unitOrthogonal(), p);
-      return true;
+  }
+  return moved;
+}
+
+float DeepestPenetration(absl::Span<const PlacedCollider> colliders,
+                         float bone_radius, const Eigen::Vector3f& position,
+                         float slop, bool cull, int* deepest) {
+  float worst = -std::numeric_limits<float>::max();
+  for (size_t c = 0; c < colliders.size(); ++c) {
+    if (cull && !MayTouch(colliders[c], bone_radius, position)) continue;
+    const float depth = Depth(colliders[c], bone_radius, position) - slop;
+    if (depth > worst) {
+      worst = depth;
+      *deepest = static_cast<int>(c);
     }
-    case ColliderShape::kBox: {
-      Eigen::Vector3f local = c.axes.transpose() * (*p - c.center);
-      const Eigen::Vector3f clamped =
-          local.cwiseMax(-c.half_extents).cwiseMin(c.half_extents);
-      const Eigen::Vector3f d = local - clamped;
-      const float dist = d.norm();
-      if (dist > 0.0f) {
-        // Centre outside the box: keep bone_radius from the closest point.
-        if (dist >= bone_radius) return false;
-        local = clamped + d * (bone_radius / dist);
-      } else {
-        // Centre inside (or on) the box: leave through the nearest face.
-        const int axis = NearestFace(local, c.half_extents);
-        const float sign = local[axis] < 0.0f ? -1.0f : 1.0f;
-        local[axis] = sign * (c.half_extents[axis] + bone_radius);
-      }
-      *p = c.center + c.axes * local;
-      return true;
-    }
-    case ColliderShape::kPlane: {
-      const float signed_dist = c.direction.dot(*p - c.center);
-      if (signed_dist >= bone_radius) return false;
-      *p += c.direction * (bone_radius - signed_dist);
+  }
+  return worst;
+}
+
+bool AnyPenetration(absl::Span<const PlacedCollider> colliders,
+                    float bone_radius, const Eigen::Vector3f& position,
+                    float slop) {
+  for (const PlacedCollider& c : colliders) {
+    if (MayTouch(c, bone_radius, position) &&
+        Depth(c, bone_radius, position) - slop > 0.0f) {
       return true;
     }
   }

@@ -17,6 +17,7 @@
 #include <Eigen/Geometry>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "solver_core/skeleton.h"
 #include "solver_core/transform.h"
 
@@ -124,6 +125,28 @@ Eigen::Vector3f OutwardDirection(const PlacedCollider& collider,
 // collide/limit/length round is needed.
 float PenetrationDepth(const PlacedCollider& collider, float bone_radius,
                        const Eigen::Vector3f& position);
+
+// The per-frame loops over all colliders, here so the shape kernels inline
+// into them (these run several hundred times per solve).
+
+// PushOutOfCollider with every collider in turn, skipping those MayTouch
+// rules out. Returns true when any of them moved the point.
+bool PushOutOfColliders(absl::Span<const PlacedCollider> colliders,
+                        float bone_radius, Eigen::Vector3f* position);
+
+// The largest PenetrationDepth minus `slop` over the colliders and, in
+// `deepest`, the first collider reaching it (unchanged when there are no
+// colliders). With `cull`, colliders MayTouch rules out are skipped: only
+// positive results are then exact.
+float DeepestPenetration(absl::Span<const PlacedCollider> colliders,
+                         float bone_radius, const Eigen::Vector3f& position,
+                         float slop, bool cull, int* deepest);
+
+// DeepestPenetration(..., cull = true, ...) > 0, stopping at the first
+// overlap.
+bool AnyPenetration(absl::Span<const PlacedCollider> colliders,
+                    float bone_radius, const Eigen::Vector3f& position,
+                    float slop);
 
 }  // namespace posewire
 

@@ -11,8 +11,9 @@
 # unary:       one-shot Solve calls, 1 character, open loop
 # nginx:       batch through nginx (deploy/nginx/posewire.conf, grpc_pass)
 #              in front of two servers with 1 solver thread each
-# Every posewire-load run also runs the identical work in process (same
-# threads, same duration) and reports the ratio service/in-process.
+# Every posewire-load run also runs the identical work in process (on as
+# many threads as the server has solver threads, same duration) and reports
+# the ratio service/in-process.
 set -euo pipefail
 
 build=$(cd "$1" && pwd)
@@ -85,7 +86,9 @@ for scenario in $scenarios; do
         start_nginx
         port=50060
         # Four connections, so nginx's two workers both carry streams.
-        args=(--mode=stream --streams=4 --characters=100 --rate=0 --channels=4) ;;
+        # The baseline gets the two servers' threads together.
+        args=(--mode=stream --streams=4 --characters=100 --rate=0 --channels=4
+              --baseline_threads=2) ;;
       *) echo "unknown scenario $scenario" >&2; exit 2 ;;
     esac
     cmd=("$load_bin" "--server=127.0.0.1:$port" "${args[@]}" --op_mix=fk_ik

@@ -1,7 +1,8 @@
 // posewire-load: drives a posewire server with concurrent streams or unary
 // callers, then runs the identical requests in process (server::Solve or
-// server::Session::Handle, no gRPC) with the same thread count and duration,
-// so the cost of the wire shows in one run on a noisy machine.
+// server::Session::Handle, no gRPC) on as many threads as the server has
+// solver threads, for the same duration, so the cost of the wire shows in
+// one run on a noisy machine.
 //
 //   posewire-load --server=127.0.0.1:50051 --mode=stream --streams=8
 //     --characters=100 --op_mix=fk_ik --rate=0 --duration=10 --json=out.json
@@ -9,18 +10,23 @@
 // Latency is per message, from just before the send to the answer, on the
 // steady clock. With --rate each sender keeps an absolute schedule; a sender
 // that falls more than one period behind restarts its schedule (no burst).
+// Senders are gRPC callback-API reactors, not threads: the client's own CPU
+// use stays small and flat however many streams it drives.
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <queue>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +39,7 @@
 #include "absl/strings/str_join.h"
 #include "clients/cpp/posewire_client.h"
 #include "clients/load/workload.h"
+#include "google/protobuf/arena.h"
 #include "posewire/v1/posewire.grpc.pb.h"
 #include "server/server_config.h"
 #include "server/session.h"
@@ -58,6 +65,9 @@ ABSL_FLAG(
 ABSL_FLAG(int, channels, 1,
           "Separate connections the senders are spread over.");
 ABSL_FLAG(bool, baseline, true, "Also run the identical work in process.");
+ABSL_FLAG(int, baseline_threads, 0,
+          "Threads of the in-process baseline; 0: the server's solver "
+          "threads (GetInfo), so both sides solve on the same threads.");
 ABSL_FLAG(std::string, json, "", "Also write the report as JSON to this file.");
 
 namespace posewire::load {
@@ -115,7 +125,8 @@ struct PhaseResult {
 };
 
 // Paces one sender: open loop, or an absolute schedule at `rate` Hz with a
-// per-sender phase so senders do not fire together.
+// per-sender phase so senders do not fire together. Never blocks: Next()
+// says when the next message is due and the caller waits for it.
 class Pacer {
  public:
   Pacer(double rate, int index, int senders) : rate_(rate) {
@@ -125,12 +136,16 @@ class Pacer {
       next_ = Clock::now() + period_ * index / std::max(1, senders);
     }
   }
-  void Wait() {
-    if (rate_ <= 0) return;
-    std::this_thread::sleep_until(next_);
+
+  // When the next message goes out, given that the sender is ready `now`
+  // (its previous answer is in): never before `now`. A sender that falls
+  // more than one period behind restarts its schedule rather than bursting.
+  Clock::time_point Next(Clock::time_point now) {
+    if (rate_ <= 0) return now;
+    const Clock::time_point send = std::max(now, next_);
     next_ += period_;
-    const Clock::time_point now = Clock::now();
-    if (next_ + period_ < now) next_ = now;
+    if (next_ + period_ < send) next_ = send;
+    return send;
   }
 
  private:
@@ -171,10 +186,10 @@ void CarryState(v1::SolveResponse& response, v1::SolveRequest& next) {
   }
 }
 
-void Record(SenderResult& r, Live& live, Clock::time_point start, int code,
-            int64_t ok_characters) {
+void Record(SenderResult& r, Live& live, Clock::time_point start,
+            Clock::time_point answered, int code, int64_t ok_characters) {
   r.latency_ns.push_back(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start)
+      std::chrono::duration_cast<std::chrono::nanoseconds>(answered - start)
           .count());
   ++r.answered;
   live.answered.fetch_add(1, std::memory_order_relaxed);
@@ -190,171 +205,537 @@ void Sent(SenderResult& r, Live& live) {
   live.sent.fetch_add(1, std::memory_order_relaxed);
 }
 
-// --------------------------------------------------------------- senders --
-
-void NetworkStream(v1::PoseWire::Stub& stub, const Workload& w, const Config& c,
-                   int index, Clock::time_point end, Live& live,
-                   SenderResult& r) {
-  grpc::ClientContext context;
-  auto stream = stub.Session(&context);
-  v1::SessionResponse response;
-  for (const v1::SessionRequest& reg : w.registrations) {
-    if (!stream->Write(reg) || !stream->Read(&response)) break;
-    if (RegisteredCode(response) != 0) {
-      ++r.errors[RegisteredCode(response)];
-      live.errors.fetch_add(1);
-      stream->WritesDone();
-      (void)stream->Finish();
-      return;
-    }
-  }
-  std::vector<v1::SessionRequest> frames = w.frames;
-  Pacer pacer(c.rate, index, c.senders);
-  uint64_t sequence = 0;
-  bool broken = false;
-  while (Clock::now() < end) {
-    pacer.Wait();
-    if (Clock::now() >= end) break;
-    v1::SessionRequest& request = frames[sequence % frames.size()];
-    request.mutable_frame()->set_sequence(++sequence);
-    const Clock::time_point start = Clock::now();
-    Sent(r, live);
-    if (!stream->Write(request) || !stream->Read(&response)) {
-      broken = true;
-      break;
-    }
-    int64_t ok = 0;
-    const int code = FrameCode(response, &ok);
-    Record(r, live, start, code, ok);
-  }
-  stream->WritesDone();
-  grpc::Status status = stream->Finish();
-  if (broken) {
-    const int code = status.ok() ? grpc::StatusCode::UNKNOWN
-                                 : static_cast<int>(status.error_code());
-    ++r.errors[code];
-    live.errors.fetch_add(1);
-  }
+void CountError(SenderResult& r, Live& live, int code) {
+  ++r.errors[code];
+  live.errors.fetch_add(1, std::memory_order_relaxed);
 }
 
-void NetworkUnary(v1::PoseWire::Stub& stub, const Workload& w, const Config& c,
-                  int index, Clock::time_point end, Live& live,
-                  SenderResult& r) {
-  std::vector<v1::SolveRequest> by_hash = w.solve_by_hash;
-  std::vector<v1::SolveRequest> inline_requests = w.solve_inline;
-  bool known = false;  // the server has the skeleton (by hash)
-  Pacer pacer(c.rate, index, c.senders);
-  v1::SolveResponse response;
-  for (uint64_t n = 0; Clock::now() < end; ++n) {
-    pacer.Wait();
-    if (Clock::now() >= end) break;
-    const size_t v = n % by_hash.size();
-    const Clock::time_point start = Clock::now();
-    Sent(r, live);
-    grpc::Status status;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() +
-                           std::chrono::seconds(10));
-      response.Clear();
-      status = stub.Solve(&context, known ? by_hash[v] : inline_requests[v],
-                          &response);
-      // NOT_FOUND by hash: the server evicted the skeleton; resend inline.
-      if (known && status.error_code() == grpc::StatusCode::NOT_FOUND) {
-        known = false;
-        continue;
+// What every sender of a phase shares.
+struct Phase {
+  const Workload& workload;
+  const Config& config;
+  Clock::time_point end;
+  Live& live;
+};
+
+// ------------------------------------------------ senders over the wire --
+//
+// Every stream and unary caller is a gRPC callback-API reactor: gRPC's own
+// few threads run the callbacks, and one scheduler thread starts paced
+// messages on time, so 200 paced streams cost 200 small objects, not 200
+// threads time-slicing on the cores the server needs.
+
+// Starts tasks at their due time from one thread.
+class Scheduler {
+ public:
+  class Task {
+   public:
+    virtual void Fire() = 0;
+
+   protected:
+    ~Task() = default;
+  };
+
+  Scheduler() : thread_([this] { Loop(); }) {}
+  ~Scheduler() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+
+  // Runs `task->Fire()` on the scheduler thread at `when`.
+  void At(Clock::time_point when, Task* task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      due_.push(Entry{when, task});
+    }
+    wake_.notify_one();
+  }
+
+ private:
+  struct Entry {
+    Clock::time_point when;
+    Task* task;
+    bool operator>(const Entry& other) const { return when > other.when; }
+  };
+
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stopping_) {
+      if (due_.empty()) {
+        wake_.wait(lock);
+      } else if (Clock::now() < due_.top().when) {
+        // A copy: wait_until reads its deadline after unlocking, when another
+        // thread's push may have reallocated the queue under a reference.
+        const Clock::time_point when = due_.top().when;
+        wake_.wait_until(lock, when);
+      } else {
+        Task* task = due_.top().task;
+        due_.pop();
+        lock.unlock();
+        task->Fire();
+        lock.lock();
       }
-      break;
     }
-    if (status.ok()) known = true;
-    Record(r, live, start, status.ok() ? 0 : status.error_code(),
-           status.ok() ? response.characters_size() : 0);
-    const size_t next = (n + 1) % by_hash.size();
-    CarryState(response, known ? by_hash[next] : inline_requests[next]);
   }
-}
 
-void InProcessStream(const server::ServerConfig& config, const Workload& w,
-                     const Config& c, int index, Clock::time_point end,
-                     Live& live, SenderResult& r) {
-  server::Session session(config);
-  v1::SessionResponse response;
-  for (const v1::SessionRequest& reg : w.registrations) {
-    response.Clear();
-    session.Handle(reg, &response);
-    if (RegisteredCode(response) != 0) {
-      ++r.errors[RegisteredCode(response)];
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> due_;
+  std::thread thread_;  // last: starts after the members it reads
+};
+
+// Counts senders down to zero; Wait() returns when all are done.
+class Latch {
+ public:
+  explicit Latch(int count) : count_(count) {}
+  void CountDown() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--count_ == 0) zero_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    zero_.wait(lock, [this] { return count_ == 0; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable zero_;
+  int count_;
+};
+
+// Base of the network senders: pacing against the phase's end.
+class NetworkSender : public Scheduler::Task {
+ public:
+  NetworkSender(const Phase& phase, Scheduler& scheduler, Latch& done,
+                int index, SenderResult& r)
+      : phase_(phase),
+        scheduler_(scheduler),
+        done_(done),
+        index_(index),
+        r_(r) {}
+
+ protected:
+  // Fires the next message when it is due, or calls Stop() once the phase
+  // is over. Called when the sender is ready (previous answer in).
+  void ScheduleNext() {
+    const Clock::time_point now = Clock::now();
+    const Clock::time_point send = pacer_.Next(now);
+    if (send >= phase_.end) {
+      Stop();
+    } else if (send <= now) {
+      Fire();
+    } else {
+      scheduler_.At(send, this);
+    }
+  }
+  virtual void Stop() = 0;
+  // The schedule starts now (after a stream's registrations).
+  void StartPacing() {
+    pacer_ = Pacer(phase_.config.rate, index_, phase_.config.senders);
+  }
+
+  const Phase& phase_;
+  Scheduler& scheduler_;
+  Latch& done_;
+  const int index_;
+  SenderResult& r_;
+  Pacer pacer_{phase_.config.rate, index_, phase_.config.senders};
+};
+
+// One Session stream: registrations, then frames, one in flight at a time
+// (the server answers each before reading the next). A message is complete
+// when both its write and its read have finished, in either order.
+class StreamSender final
+    : public NetworkSender,
+      public grpc::ClientBidiReactor<v1::SessionRequest, v1::SessionResponse> {
+ public:
+  StreamSender(v1::PoseWire::Stub& stub, const Phase& phase,
+               Scheduler& scheduler, Latch& done, int index, SenderResult& r)
+      : NetworkSender(phase, scheduler, done, index, r),
+        frames_(phase.workload.frames),
+        block_size_(16384 +
+                    8192 * static_cast<size_t>(phase.config.characters)),
+        block_(new char[block_size_]),
+        arena_(ArenaOn(block_.get(), block_size_)) {
+    stub.async()->Session(&context_, this);
+    // Held until the sender stops: between paced messages nothing is in
+    // flight, and a status arriving then (a server going away) must not end
+    // the reactor while the scheduler still holds it.
+    AddHold();
+    Send(&phase_.workload.registrations[0]);
+    StartCall();
+  }
+
+  void Fire() override {
+    v1::SessionRequest& request = frames_[sequence_ % frames_.size()];
+    request.mutable_frame()->set_sequence(++sequence_);
+    Sent(r_, phase_.live);
+    Send(&request);
+  }
+
+  void OnWriteDone(bool ok) override { Step(ok); }
+  void OnReadDone(bool ok) override {
+    answered_ = Clock::now();
+    Step(ok);
+  }
+  void OnDone(const grpc::Status& status) override {
+    if (broken_) {
+      CountError(r_, phase_.live,
+                 status.ok() ? grpc::StatusCode::UNKNOWN
+                             : static_cast<int>(status.error_code()));
+    }
+    done_.CountDown();
+  }
+
+ private:
+  static google::protobuf::ArenaOptions ArenaOn(char* block, size_t size) {
+    google::protobuf::ArenaOptions options;
+    options.initial_block = block;
+    options.initial_block_size = size;
+    return options;
+  }
+
+  void Send(const v1::SessionRequest* request) {
+    pending_.store(2, std::memory_order_relaxed);
+    // Each answer is parsed into a fresh message on the arena. Reused as a
+    // plain member, a SessionResponse frees its whole frame (the oneof) on
+    // every parse and allocates it again: a thousand allocations per
+    // 100-character answer, on the cores the server needs.
+    arena_.Reset();
+    response_ =
+        google::protobuf::Arena::CreateMessage<v1::SessionResponse>(&arena_);
+    StartRead(response_);
+    start_ = Clock::now();
+    StartWrite(request);
+  }
+
+  void Step(bool ok) {
+    if (!ok) broken_ = true;
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (broken_) {
+      RemoveHold();  // OnDone follows with the status
       return;
     }
+    if (registered_ < phase_.workload.registrations.size()) {
+      if (const int code = RegisteredCode(*response_); code != 0) {
+        CountError(r_, phase_.live, code);
+        Stop();
+        return;
+      }
+      if (++registered_ < phase_.workload.registrations.size()) {
+        Send(&phase_.workload.registrations[registered_]);
+        return;
+      }
+      StartPacing();
+      ScheduleNext();
+      return;
+    }
+    int64_t ok_characters = 0;
+    const int code = FrameCode(*response_, &ok_characters);
+    Record(r_, phase_.live, start_, answered_, code, ok_characters);
+    ScheduleNext();
   }
-  std::vector<v1::SessionRequest> frames = w.frames;
-  Pacer pacer(c.rate, index, c.senders);
-  uint64_t sequence = 0;
-  while (Clock::now() < end) {
-    pacer.Wait();
-    if (Clock::now() >= end) break;
-    v1::SessionRequest& request = frames[sequence % frames.size()];
-    request.mutable_frame()->set_sequence(++sequence);
-    const Clock::time_point start = Clock::now();
-    Sent(r, live);
-    response.Clear();
-    session.Handle(request, &response);
-    int64_t ok = 0;
-    const int code = FrameCode(response, &ok);
-    Record(r, live, start, code, ok);
+
+  void Stop() override {
+    StartWritesDone();
+    RemoveHold();
   }
+
+  grpc::ClientContext context_;
+  std::vector<v1::SessionRequest> frames_;
+  // The arena's first block, kept across Reset(): sized for one answer, so
+  // parsing one allocates nothing.
+  const size_t block_size_;
+  std::unique_ptr<char[]> block_;
+  google::protobuf::Arena arena_;
+  v1::SessionResponse* response_ = nullptr;
+  size_t registered_ = 0;
+  uint64_t sequence_ = 0;
+  std::atomic<int> pending_{0};
+  std::atomic<bool> broken_{false};
+  Clock::time_point start_, answered_;
+};
+
+// One unary caller: a Solve at a time, skeleton by hash once the server
+// knows it (resent inline on NOT_FOUND), state carried to the next call.
+class UnarySender final : public NetworkSender {
+ public:
+  UnarySender(v1::PoseWire::Stub& stub, const Phase& phase,
+              Scheduler& scheduler, Latch& done, int index, SenderResult& r)
+      : NetworkSender(phase, scheduler, done, index, r),
+        stub_(stub),
+        by_hash_(phase.workload.solve_by_hash),
+        inline_(phase.workload.solve_inline) {}
+
+  void Begin() {
+    StartPacing();
+    ScheduleNext();
+  }
+
+  void Fire() override {
+    Sent(r_, phase_.live);
+    start_ = Clock::now();
+    retried_ = false;
+    Call();
+  }
+
+ private:
+  void Call() {
+    const size_t v = n_ % by_hash_.size();
+    // A context lives until the call after next: never destroyed inside
+    // its own call's callback.
+    std::unique_ptr<grpc::ClientContext>& context = contexts_[n_calls_++ % 2];
+    context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::seconds(10));
+    response_.Clear();
+    stub_.async()->Solve(context.get(), known_ ? &by_hash_[v] : &inline_[v],
+                         &response_,
+                         [this](grpc::Status status) { OnSolved(status); });
+  }
+
+  void OnSolved(const grpc::Status& status) {
+    const Clock::time_point answered = Clock::now();
+    // NOT_FOUND by hash: the server evicted the skeleton; resend inline.
+    if (known_ && !retried_ &&
+        status.error_code() == grpc::StatusCode::NOT_FOUND) {
+      known_ = false;
+      retried_ = true;
+      Call();
+      return;
+    }
+    if (status.ok()) known_ = true;
+    Record(r_, phase_.live, start_, answered,
+           status.ok() ? 0 : status.error_code(),
+           status.ok() ? response_.characters_size() : 0);
+    const size_t next = ++n_ % by_hash_.size();
+    CarryState(response_, known_ ? by_hash_[next] : inline_[next]);
+    ScheduleNext();
+  }
+
+  void Stop() override { done_.CountDown(); }
+
+  v1::PoseWire::Stub& stub_;
+  std::vector<v1::SolveRequest> by_hash_;
+  std::vector<v1::SolveRequest> inline_;
+  std::unique_ptr<grpc::ClientContext> contexts_[2];
+  uint64_t n_calls_ = 0;
+  v1::SolveResponse response_;
+  uint64_t n_ = 0;
+  bool known_ = false;  // the server has the skeleton (by hash)
+  bool retried_ = false;
+  Clock::time_point start_;
+};
+
+void RunNetwork(const Phase& phase,
+                std::vector<std::unique_ptr<v1::PoseWire::Stub>>& stubs,
+                std::vector<SenderResult>& results) {
+  const int n = phase.config.senders;
+  Latch done(n);
+  std::vector<std::unique_ptr<StreamSender>> streams;
+  std::vector<std::unique_ptr<UnarySender>> callers;
+  // Declared after the senders, so it stops (finishing any Fire() under
+  // way) before they are destroyed.
+  Scheduler scheduler;
+  for (int i = 0; i < n; ++i) {
+    v1::PoseWire::Stub& stub = *stubs[i % stubs.size()];
+    if (phase.config.stream) {
+      streams.push_back(std::make_unique<StreamSender>(stub, phase, scheduler,
+                                                       done, i, results[i]));
+    } else {
+      callers.push_back(std::make_unique<UnarySender>(stub, phase, scheduler,
+                                                      done, i, results[i]));
+      callers.back()->Begin();
+    }
+  }
+  done.Wait();
 }
 
-void InProcessUnary(const server::ServerConfig& config,
-                    server::SkeletonCache& cache, const Workload& w,
-                    const Config& c, int index, Clock::time_point end,
-                    Live& live, SenderResult& r) {
-  std::vector<v1::SolveRequest> by_hash = w.solve_by_hash;
-  std::vector<v1::SolveRequest> inline_requests = w.solve_inline;
-  bool known = false;
-  const server::StopCheck never_stop = [] { return absl::OkStatus(); };
-  Pacer pacer(c.rate, index, c.senders);
-  v1::SolveResponse response;
-  for (uint64_t n = 0; Clock::now() < end; ++n) {
-    pacer.Wait();
-    if (Clock::now() >= end) break;
-    const size_t v = n % by_hash.size();
-    const Clock::time_point start = Clock::now();
-    Sent(r, live);
+// ------------------------------------------------------------ in process --
+//
+// The same senders without gRPC, on as many threads as the server has
+// solver threads: each thread serves its share of the senders in order of
+// when their next message is due, as the server's worker pool would. A
+// message counts from when its sender would have sent it (open loop: when
+// its previous answer came), so time queued behind another sender's
+// message counts, as it does in the server's pool.
+
+class LocalSender {
+ public:
+  LocalSender(const Phase& phase, int index, SenderResult& r)
+      : phase_(phase), r_(r), index_(index) {}
+  virtual ~LocalSender() = default;
+
+  // Prepares the first message; false if the sender cannot start.
+  virtual bool Begin() {
+    pacer_ = Pacer(phase_.config.rate, index_, phase_.config.senders);
+    send_ = pacer_.Next(Clock::now());
+    return true;
+  }
+  // Handles one message, due at send_time().
+  void HandleNext() {
+    Sent(r_, phase_.live);
+    int64_t ok_characters = 0;
+    const int code = Handle(&ok_characters);
+    const Clock::time_point answered = Clock::now();
+    Record(r_, phase_.live, send_, answered, code, ok_characters);
+    send_ = pacer_.Next(answered);
+  }
+  Clock::time_point send_time() const { return send_; }
+
+ protected:
+  virtual int Handle(int64_t* ok_characters) = 0;
+
+  const Phase& phase_;
+  SenderResult& r_;
+
+ private:
+  const int index_;
+  Pacer pacer_{0, 0, 1};
+  Clock::time_point send_;
+};
+
+class LocalStream final : public LocalSender {
+ public:
+  LocalStream(const server::ServerConfig& config, const Phase& phase, int index,
+              SenderResult& r)
+      : LocalSender(phase, index, r),
+        session_(config),
+        frames_(phase.workload.frames) {}
+
+  bool Begin() override {
+    for (const v1::SessionRequest& reg : phase_.workload.registrations) {
+      response_.Clear();
+      session_.Handle(reg, &response_);
+      if (const int code = RegisteredCode(response_); code != 0) {
+        CountError(r_, phase_.live, code);
+        return false;
+      }
+    }
+    return LocalSender::Begin();
+  }
+
+ private:
+  int Handle(int64_t* ok_characters) override {
+    v1::SessionRequest& request = frames_[sequence_ % frames_.size()];
+    request.mutable_frame()->set_sequence(++sequence_);
+    response_.Clear();
+    session_.Handle(request, &response_);
+    return FrameCode(response_, ok_characters);
+  }
+
+  server::Session session_;
+  std::vector<v1::SessionRequest> frames_;
+  v1::SessionResponse response_;
+  uint64_t sequence_ = 0;
+};
+
+class LocalUnary final : public LocalSender {
+ public:
+  LocalUnary(const server::ServerConfig& config, server::SkeletonCache& cache,
+             const Phase& phase, int index, SenderResult& r)
+      : LocalSender(phase, index, r),
+        config_(config),
+        cache_(cache),
+        by_hash_(phase.workload.solve_by_hash),
+        inline_(phase.workload.solve_inline) {}
+
+ private:
+  int Handle(int64_t* ok_characters) override {
+    const size_t v = n_ % by_hash_.size();
     absl::Status status;
     for (int attempt = 0; attempt < 2; ++attempt) {
-      response.Clear();
-      status = server::Solve(known ? by_hash[v] : inline_requests[v], config,
-                             cache, never_stop, &response);
-      if (known && absl::IsNotFound(status)) {
-        known = false;
+      response_.Clear();
+      status = server::Solve(known_ ? by_hash_[v] : inline_[v], config_, cache_,
+                             never_stop_, &response_);
+      if (known_ && absl::IsNotFound(status)) {
+        known_ = false;
         continue;
       }
       break;
     }
-    if (status.ok()) known = true;
-    Record(r, live, start, static_cast<int>(status.code()),
-           status.ok() ? response.characters_size() : 0);
-    const size_t next = (n + 1) % by_hash.size();
-    CarryState(response, known ? by_hash[next] : inline_requests[next]);
+    if (status.ok()) known_ = true;
+    *ok_characters = status.ok() ? response_.characters_size() : 0;
+    const size_t next = ++n_ % by_hash_.size();
+    CarryState(response_, known_ ? by_hash_[next] : inline_[next]);
+    return static_cast<int>(status.code());
+  }
+
+  const server::ServerConfig& config_;
+  server::SkeletonCache& cache_;
+  const server::StopCheck never_stop_ = [] { return absl::OkStatus(); };
+  std::vector<v1::SolveRequest> by_hash_;
+  std::vector<v1::SolveRequest> inline_;
+  v1::SolveResponse response_;
+  uint64_t n_ = 0;
+  bool known_ = false;
+};
+
+// One baseline thread: its senders, earliest due first, until every next
+// message would go out after the phase's end.
+void LocalWorker(const Phase& phase, std::vector<LocalSender*> senders) {
+  std::vector<LocalSender*> active;
+  for (LocalSender* s : senders) {
+    if (s->Begin()) active.push_back(s);
+  }
+  while (!active.empty()) {
+    auto next = std::min_element(active.begin(), active.end(),
+                                 [](LocalSender* a, LocalSender* b) {
+                                   return a->send_time() < b->send_time();
+                                 });
+    LocalSender* s = *next;
+    if (s->send_time() >= phase.end) {
+      active.erase(next);
+      continue;
+    }
+    std::this_thread::sleep_until(s->send_time());
+    s->HandleNext();
   }
 }
 
-// Runs `senders` threads of `body` for the configured duration with a
-// progress line each second, and merges their results.
-template <typename Body>
-PhaseResult RunPhase(const std::string& name, const Config& c, Body body) {
+void RunInProcess(const Phase& phase, int threads,
+                  std::vector<SenderResult>& results) {
+  // The server's defaults: the same limits the service enforces.
+  const server::ServerConfig config;
+  server::SkeletonCache cache(config.skeleton_cache_size);
+  const int n = phase.config.senders;
+  std::vector<std::unique_ptr<LocalSender>> senders;
+  for (int i = 0; i < n; ++i) {
+    if (phase.config.stream) {
+      senders.push_back(
+          std::make_unique<LocalStream>(config, phase, i, results[i]));
+    } else {
+      senders.push_back(
+          std::make_unique<LocalUnary>(config, cache, phase, i, results[i]));
+    }
+  }
+  threads = std::clamp(threads, 1, n);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    std::vector<LocalSender*> mine;
+    for (int i = t; i < n; i += threads) mine.push_back(senders[i].get());
+    workers.emplace_back(LocalWorker, std::cref(phase), std::move(mine));
+  }
+  for (std::thread& t : workers) t.join();
+}
+
+// Runs `body` (which drives every sender until the phase ends) with a
+// progress line each second, and merges the senders' results.
+PhaseResult RunPhase(
+    const std::string& name, const Workload& w, const Config& c,
+    const std::function<void(const Phase&, std::vector<SenderResult>&)>& body) {
   Live live;
   std::vector<SenderResult> results(c.senders);
   const Clock::time_point start = Clock::now();
-  const Clock::time_point end =
-      start + std::chrono::duration_cast<Clock::duration>(
-                  std::chrono::duration<double>(c.duration));
-  std::vector<std::thread> threads;
-  threads.reserve(c.senders);
-  for (int i = 0; i < c.senders; ++i) {
-    threads.emplace_back([&, i] { body(i, end, live, results[i]); });
-  }
+  const Phase phase{w, c,
+                    start + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(c.duration)),
+                    live};
   std::atomic<bool> done{false};
   std::thread progress([&] {
     int64_t last = 0;
@@ -375,7 +756,7 @@ PhaseResult RunPhase(const std::string& name, const Config& c, Body body) {
       last = answered;
     }
   });
-  for (std::thread& t : threads) t.join();
+  body(phase, results);
   const Clock::time_point stop = Clock::now();
   done = true;
   progress.join();
@@ -384,7 +765,7 @@ PhaseResult RunPhase(const std::string& name, const Config& c, Body body) {
   p.name = name;
   // Senders stop at `end`; a call in flight then finishes a little later.
   p.seconds =
-      std::chrono::duration<double>(std::max(stop, end) - start).count();
+      std::chrono::duration<double>(std::max(stop, phase.end) - start).count();
   for (SenderResult& r : results) {
     p.sent += r.sent;
     p.answered += r.answered;
@@ -525,32 +906,27 @@ int Main() {
   }
 
   const PhaseResult network =
-      RunPhase("service", c,
-               [&](int i, Clock::time_point end, Live& live, SenderResult& r) {
-                 v1::PoseWire::Stub& stub = *stubs[i % stubs.size()];
-                 if (c.stream) {
-                   NetworkStream(stub, w, c, i, end, live, r);
-                 } else {
-                   NetworkUnary(stub, w, c, i, end, live, r);
-                 }
+      RunPhase("service", w, c,
+               [&](const Phase& phase, std::vector<SenderResult>& results) {
+                 RunNetwork(phase, stubs, results);
                });
   Print(network);
 
   PhaseResult local;
   const bool baseline = absl::GetFlag(FLAGS_baseline);
+  // Behind a load balancer GetInfo reports one replica's threads: set
+  // --baseline_threads to the sum.
+  const int baseline_threads = absl::GetFlag(FLAGS_baseline_threads) > 0
+                                   ? absl::GetFlag(FLAGS_baseline_threads)
+                                   : std::max(1u, info->solver_threads());
   if (baseline) {
-    // The server's defaults: the same limits the service enforces.
-    server::ServerConfig config;
-    server::SkeletonCache cache(config.skeleton_cache_size);
-    local = RunPhase(
-        "in-process", c,
-        [&](int i, Clock::time_point end, Live& live, SenderResult& r) {
-          if (c.stream) {
-            InProcessStream(config, w, c, i, end, live, r);
-          } else {
-            InProcessUnary(config, cache, w, c, i, end, live, r);
-          }
-        });
+    std::printf("in-process baseline on %d threads\n",
+                std::min(baseline_threads, c.senders));
+    local =
+        RunPhase("in-process", w, c,
+                 [&](const Phase& phase, std::vector<SenderResult>& results) {
+                   RunInProcess(phase, baseline_threads, results);
+                 });
     Print(local);
     std::printf("ratio service/in-process: %.3f (character-frames/s)\n",
                 network.CharacterFramesPerSecond() /
@@ -569,7 +945,8 @@ int Main() {
     if (baseline) {
       out << ", \"in_process\": " << Json(local)
           << absl::StrFormat(
-                 ", \"ratio\": %.4f",
+                 ", \"baseline_threads\": %d, \"ratio\": %.4f",
+                 std::min(baseline_threads, c.senders),
                  network.CharacterFramesPerSecond() /
                      std::max(1e-9, local.CharacterFramesPerSecond()));
     }

@@ -30,6 +30,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "solver_core/clip.h"
 #include "solver_core/skeleton.h"
 #include "solver_core/transform.h"
@@ -97,7 +98,7 @@ uint32_t ReadU32(const unsigned char* p) {
 // truncated or foreign file gets a precise message instead of tinygltf's
 // generic "Invalid glTF binary.".
 absl::Status CheckGlbContainer(const std::string& path,
-                               const std::vector<unsigned char>& bytes,
+                               absl::Span<const unsigned char> bytes,
                                std::vector<std::string>* warnings) {
   const size_t size = bytes.size();
   if (size < 12) {
@@ -159,9 +160,13 @@ absl::Status CheckGlbContainer(const std::string& path,
 // working directory.
 struct FsPolicy {
   std::string prefix;  // "<base dir>/"
+  // False for bytes parsed from memory: they have no directory, so no
+  // external URI is followed at all.
+  bool allow_files = true;
 };
 
 bool InsideBase(const std::string& path, const FsPolicy& policy) {
+  if (!policy.allow_files) return false;
   if (!absl::StartsWith(path, policy.prefix)) return false;
   absl::string_view rest(path);
   rest.remove_prefix(policy.prefix.size());
@@ -217,11 +222,17 @@ void AppendLines(absl::string_view text, absl::string_view prefix,
   }
 }
 
+// Parses `bytes` (the content of `path`, or of an in-memory source named
+// `path` when `policy.allow_files` is false) into a tinygltf model.
 absl::StatusOr<tinygltf::Model> LoadModel(const std::string& path,
+                                          absl::Span<const unsigned char> bytes,
+                                          const FsPolicy& policy,
+                                          const std::string& base_dir,
                                           std::vector<std::string>* warnings) {
-  absl::StatusOr<std::vector<unsigned char>> read = ReadFileBytes(path);
-  if (!read.ok()) return read.status();
-  const std::vector<unsigned char>& bytes = *read;
+  if (bytes.size() > std::numeric_limits<uint32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": ", bytes.size(), " bytes is larger than glTF allows (4 GiB)"));
+  }
 
   const bool binary = bytes.size() >= 4 && ReadU32(bytes.data()) == kGlbMagic;
   if (binary) {
@@ -249,17 +260,12 @@ absl::StatusOr<tinygltf::Model> LoadModel(const std::string& path,
     }
   }
 
-  const size_t slash = path.find_last_of('/');
-  FsPolicy policy;
-  const std::string base_dir =
-      slash == std::string::npos ? "." : path.substr(0, slash);
-  policy.prefix = base_dir.empty() ? "/" : absl::StrCat(base_dir, "/");
-
+  FsPolicy callback_policy = policy;  // tinygltf wants a mutable pointer
   tinygltf::TinyGLTF loader;
   loader.SetImageLoader(&SkipImage, nullptr);
-  loader.SetFsCallbacks(tinygltf::FsCallbacks{&FsFileExists, &FsExpandFilePath,
-                                              &FsReadWholeFile,
-                                              &FsWriteWholeFile, &policy});
+  loader.SetFsCallbacks(tinygltf::FsCallbacks{
+      &FsFileExists, &FsExpandFilePath, &FsReadWholeFile, &FsWriteWholeFile,
+      &callback_policy});
   tinygltf::Model model;
   std::string err;
   std::string warn;
@@ -1346,16 +1352,45 @@ class Importer {
 
 }  // namespace
 
-absl::StatusOr<ImportedAsset> ReadGltfFile(const std::string& path,
-                                           const GltfReadOptions& options) {
+namespace {
+
+absl::StatusOr<ImportedAsset> Import(const std::string& source,
+                                     absl::Span<const unsigned char> bytes,
+                                     const FsPolicy& policy,
+                                     const std::string& base_dir,
+                                     const GltfReadOptions& options) {
   ImportedAsset asset;
-  asset.source = path;
-  absl::StatusOr<tinygltf::Model> model = LoadModel(path, &asset.warnings);
+  asset.source = source;
+  absl::StatusOr<tinygltf::Model> model =
+      LoadModel(source, bytes, policy, base_dir, &asset.warnings);
   if (!model.ok()) return model.status();
-  if (absl::Status s = Importer(path, *model, options, &asset).Run(); !s.ok()) {
+  if (absl::Status s = Importer(source, *model, options, &asset).Run();
+      !s.ok()) {
     return s;
   }
   return asset;
+}
+
+}  // namespace
+
+absl::StatusOr<ImportedAsset> ReadGltfFile(const std::string& path,
+                                           const GltfReadOptions& options) {
+  absl::StatusOr<std::vector<unsigned char>> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) return bytes.status();
+  const size_t slash = path.find_last_of('/');
+  const std::string base_dir =
+      slash == std::string::npos ? "." : path.substr(0, slash);
+  FsPolicy policy;
+  policy.prefix = base_dir.empty() ? "/" : absl::StrCat(base_dir, "/");
+  return Import(path, *bytes, policy, base_dir, options);
+}
+
+absl::StatusOr<ImportedAsset> ParseGltf(absl::Span<const unsigned char> bytes,
+                                        absl::string_view source,
+                                        const GltfReadOptions& options) {
+  FsPolicy policy;
+  policy.allow_files = false;
+  return Import(std::string(source), bytes, policy, "", options);
 }
 
 }  // namespace posewire

@@ -67,6 +67,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "solver_core/io/asset.h"
 
 namespace posewire {
@@ -90,6 +92,14 @@ struct GltfReadOptions {
 // animation channel at fault.
 absl::StatusOr<ImportedAsset> ReadGltfFile(const std::string& path,
                                            const GltfReadOptions& options = {});
+
+// Parses .gltf or .glb bytes held in memory (an upload, a fuzzer's input);
+// `source` names them in errors. With no directory to resolve them against,
+// external URIs are never followed: buffers must be embedded (a data: URI or
+// the .glb BIN chunk), and any other buffer URI is NOT_FOUND.
+absl::StatusOr<ImportedAsset> ParseGltf(absl::Span<const unsigned char> bytes,
+                                        absl::string_view source,
+                                        const GltfReadOptions& options = {});
 
 }  // namespace posewire
 

@@ -83,6 +83,40 @@ TEST(CcdIk, ReachesReachableTargetsWithinTolerance) {
   EXPECT_EQ(reached, 40);
 }
 
+// Unconstrained solves take a fast path (the effector moved without a
+// rotation, one normalisation per step); a step cap larger than any turn
+// sends the same solve through the general step (FromToRotation, the cap,
+// the effector rotated). Same sweeps, so the two may differ by rounding only.
+TEST(CcdIk, PlainSweepsAgreeWithTheGeneralStepToRounding) {
+  Fixture f;
+  std::mt19937 rng(77);
+  int compared = 0;
+  for (int t = 0; t < 40; ++t) {
+    const Eigen::Vector3f target = f.RandomReachable(rng);
+    std::vector<Transform> plain_out, general_out;
+    IkResult plain_r, general_r;
+    CcdIkJob plain = f.MakeJob(target, plain_out, &plain_r, 6);
+    plain.tolerance.value = 0.0f;
+    CcdIkJob general = f.MakeJob(target, general_out, &general_r, 6);
+    general.tolerance.value = 0.0f;
+    general.max_step_angle = 10.0f;  // above pi: never clamps
+    ASSERT_TRUE(plain.Run().ok());
+    ASSERT_TRUE(general.Run().ok());
+    // Tolerance 0 still stops a solve whose effector lands exactly on the
+    // target; compare poses only after the same number of sweeps.
+    if (plain_r.iterations != general_r.iterations) continue;
+    ++compared;
+    for (int j : f.chain) {
+      EXPECT_LT(AngleBetween(plain_out[j].rotation, general_out[j].rotation),
+                1e-4f)
+          << t << " joint " << j;
+    }
+    EXPECT_NEAR(plain_r.error, TipError(f, plain_out, target), 1e-5f);
+    EXPECT_NEAR(plain_r.error, general_r.error, 1e-4f * f.length) << t;
+  }
+  EXPECT_GE(compared, 30);
+}
+
 TEST(CcdIk, UnreachableTargetLeavesTheChainStraightAndPointingAtIt) {
   Fixture f;
   const Eigen::Vector3f root = FkPositions(f.skeleton, f.input)[f.chain[0]];

@@ -258,6 +258,57 @@ TEST(LocalToModel, NonFiniteOrNonUnitLocalTransformIsRejectedNamingJoint) {
   }
 }
 
+// Validation screens whole poses four joints at a time with a separate path
+// for the remainder, and never reads the padding lanes' contents into its
+// verdict: every component of every joint, for pose sizes covering full
+// blocks and tails, with NaN in every padding lane.
+TEST(LocalToModel, EveryBadComponentOfEveryJointIsFoundWhateverThePadding) {
+  const float bad_values[] = {kNaN, kInf, -kInf};
+  for (int n = 1; n <= 9; ++n) {
+    std::vector<int> parents(n);
+    for (int i = 0; i < n; ++i) parents[i] = i - 1;
+    const Skeleton skeleton = ChainSkeleton(parents);
+    LocalPose valid = RestPose(skeleton);
+    for (Transform& t : valid) {
+      // Bytes 12..15 and 44..47 of a Transform are padding.
+      float* f = reinterpret_cast<float*>(&t);
+      f[3] = kNaN;
+      f[11] = kNaN;
+    }
+    ModelPose model(n);
+    LocalToModelJob ok_job{
+        .skeleton = &skeleton, .local = valid, .model = absl::MakeSpan(model)};
+    EXPECT_TRUE(ok_job.Run().ok()) << n;
+    for (int j = 0; j < n; ++j) {
+      // Components: translation 0-2, rotation 4-7, scale 8-10.
+      for (int c : {0, 1, 2, 4, 5, 6, 7, 8, 9, 10}) {
+        for (float bad : bad_values) {
+          LocalPose local = valid;
+          reinterpret_cast<float*>(&local[j])[c] = bad;
+          LocalToModelJob job{.skeleton = &skeleton,
+                              .local = local,
+                              .model = absl::MakeSpan(model)};
+          ExpectInvalid(job.Run(), {absl::StrCat("local_to_model.local[", j,
+                                                 "] 'j", j, "'")});
+        }
+      }
+      // Rotation norms just outside and just inside the 1e-3 tolerance.
+      LocalPose local = valid;
+      local[j].rotation.coeffs() *= 1.0015f;
+      LocalToModelJob job{.skeleton = &skeleton,
+                          .local = local,
+                          .model = absl::MakeSpan(model)};
+      ExpectInvalid(job.Run(), {absl::StrCat("local_to_model.local[", j, "]"),
+                                "rotation norm"});
+      local[j].rotation.coeffs() = valid[j].rotation.coeffs() * 0.9985f;
+      ExpectInvalid(job.Run(), {absl::StrCat("local_to_model.local[", j, "]"),
+                                "rotation norm"});
+      local[j].rotation.coeffs() = valid[j].rotation.coeffs() * 1.0005f;
+      EXPECT_TRUE(job.Run().ok()) << n << " " << j;
+    }
+  }
+}
+
 TEST(LocalToModel, NonFiniteOrNonUnitRootTransformIsRejected) {
   const Skeleton skeleton = ChainSkeleton({-1, 0});
   const LocalPose local = RestPose(skeleton);

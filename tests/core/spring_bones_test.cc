@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -487,6 +488,57 @@ TEST(SpringColliders, PushOutLeavesEachShapeAtTheBoneRadius) {
     }
     EXPECT_GT(pushed, 0) << c.name;
   }
+}
+
+// The all-collider loops the solver uses (one call per bone) must agree with
+// the single-collider functions applied one by one: the same pushes in the
+// same order bit for bit, the deepest overlap and its collider, and the
+// early-exit overlap test.
+TEST(SpringColliders, AllColliderQueriesMatchOneByOneQueries) {
+  std::vector<PlacedCollider> placed;
+  for (const ColliderCase& c : ColliderCases()) {
+    placed.push_back(PlaceCollider(c.collider, Transform::Identity(), 1.0f));
+  }
+  const float r = 0.5f;
+  const float slop = 1e-4f;
+  int overlapping = 0;
+  for (float x = -10; x <= 50; x += 2.5f) {
+    for (float y = -40; y <= 10; y += 2.5f) {
+      for (float z = -25; z <= 25; z += 5.0f) {
+        const Eigen::Vector3f start(x, y, z);
+        Eigen::Vector3f want = start;
+        bool want_moved = false;
+        float want_depth = -std::numeric_limits<float>::max();
+        int want_deepest = -1;
+        bool want_any = false;
+        for (size_t c = 0; c < placed.size(); ++c) {
+          const float depth = PenetrationDepth(placed[c], r, start) - slop;
+          if (depth > want_depth) {
+            want_depth = depth;
+            want_deepest = static_cast<int>(c);
+          }
+          want_any = want_any || depth > 0.0f;
+          want_moved = PushOutOfCollider(placed[c], r, &want) || want_moved;
+        }
+        overlapping += want_any;
+        Eigen::Vector3f got = start;
+        EXPECT_EQ(PushOutOfColliders(placed, r, &got), want_moved);
+        EXPECT_EQ(got, want) << x << "," << y << "," << z;
+        int deepest = -1;
+        EXPECT_EQ(DeepestPenetration(placed, r, start, slop, false, &deepest),
+                  want_depth);
+        EXPECT_EQ(deepest, want_deepest);
+        if (want_depth > 0.0f) {
+          // Culling far colliders keeps every positive answer exact.
+          EXPECT_EQ(DeepestPenetration(placed, r, start, slop, true, &deepest),
+                    want_depth);
+        }
+        EXPECT_EQ(AnyPenetration(placed, r, start, slop), want_any)
+            << x << "," << y << "," << z;
+      }
+    }
+  }
+  EXPECT_GT(overlapping, 0);
 }
 
 TEST(SpringColliders, KeepInsideSphereHoldsBonesIn) {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -174,6 +175,90 @@ TEST(Transform, CombineWithIdentityParentReturnsChildBitForBit) {
   for (int i = 0; i < 100; ++i) {
     const Transform child = rng.NonUniformScaleTransform();
     EXPECT_EQ(Combine(Transform::Identity(), child), child) << i;
+  }
+}
+
+// Combine's documented scalar formula, spelt out here independently: the
+// Hamilton product as (pw qw - px qx) - (py qy + pz qz) and so on, and the
+// rotation of v as (v + w uv) + q.vec x uv with uv = 2 q.vec x v. The SSE
+// kernel must give exactly these bits, so that builds with and without SSE
+// (and every machine) agree.
+Transform ScalarCombine(const Transform& p, const Transform& c) {
+  const float px = p.rotation.x(), py = p.rotation.y(), pz = p.rotation.z(),
+              pw = p.rotation.w();
+  const float qx = c.rotation.x(), qy = c.rotation.y(), qz = c.rotation.z(),
+              qw = c.rotation.w();
+  Transform out;
+  out.rotation.w() = (pw * qw - px * qx) - (py * qy + pz * qz);
+  out.rotation.x() = (pw * qx + px * qw) + (py * qz - pz * qy);
+  out.rotation.y() = (pw * qy - px * qz) + (py * qw + pz * qx);
+  out.rotation.z() = (pw * qz + px * qy) + (pz * qw - py * qx);
+  const float vx = p.scale.x() * c.translation.x();
+  const float vy = p.scale.y() * c.translation.y();
+  const float vz = p.scale.z() * c.translation.z();
+  float ux = py * vz - pz * vy, uy = pz * vx - px * vz, uz = px * vy - py * vx;
+  ux = ux + ux;
+  uy = uy + uy;
+  uz = uz + uz;
+  const float cx = py * uz - pz * uy, cy = pz * ux - px * uz,
+              cz = px * uy - py * ux;
+  out.translation.x() = p.translation.x() + ((vx + ux * pw) + cx);
+  out.translation.y() = p.translation.y() + ((vy + uy * pw) + cy);
+  out.translation.z() = p.translation.z() + ((vz + uz * pw) + cz);
+  out.scale =
+      Eigen::Vector3f(p.scale.x() * c.scale.x(), p.scale.y() * c.scale.y(),
+                      p.scale.z() * c.scale.z());
+  return out;
+}
+
+bool SameBits(const Transform& a, const Transform& b) {
+  return std::memcmp(a.translation.data(), b.translation.data(), 12) == 0 &&
+         std::memcmp(a.rotation.coeffs().data(), b.rotation.coeffs().data(),
+                     16) == 0 &&
+         std::memcmp(a.scale.data(), b.scale.data(), 12) == 0;
+}
+
+TEST(Transform, CombineGivesTheBitsOfItsDocumentedScalarFormula) {
+  Rng rng(41);
+  for (int i = 0; i < 2000; ++i) {
+    const Transform parent = rng.NonUniformScaleTransform();
+    const Transform child = rng.NonUniformScaleTransform();
+    EXPECT_TRUE(SameBits(Combine(parent, child), ScalarCombine(parent, child)))
+        << i;
+  }
+}
+
+TEST(Transform, CombineIgnoresWhatThePaddingHolds) {
+  Rng rng(43);
+  for (int i = 0; i < 200; ++i) {
+    const Transform parent = rng.NonUniformScaleTransform();
+    const Transform child = rng.NonUniformScaleTransform();
+    const Transform clean = Combine(parent, child);
+    Transform dirty_parent = parent, dirty_child = child;
+    for (Transform* t : {&dirty_parent, &dirty_child}) {
+      // Bytes 12..15 and 44..47 of a Transform are padding.
+      float* f = reinterpret_cast<float*>(t);
+      f[3] = i % 2 == 0 ? kNaN : 1e-42f;  // NaN or a denormal
+      f[11] = -kInf;
+    }
+    const Transform dirty = Combine(dirty_parent, dirty_child);
+    EXPECT_TRUE(SameBits(dirty, clean)) << i;
+    EXPECT_TRUE(IsFinite(dirty)) << i;
+  }
+}
+
+TEST(Transform, CombineToMayWriteOverEitherInput) {
+  Rng rng(47);
+  for (int i = 0; i < 100; ++i) {
+    const Transform parent = rng.NonUniformScaleTransform();
+    const Transform child = rng.NonUniformScaleTransform();
+    const Transform expected = ScalarCombine(parent, child);
+    Transform a = parent;
+    CombineTo(a, child, &a);
+    EXPECT_TRUE(SameBits(a, expected)) << i;
+    Transform b = child;
+    CombineTo(parent, b, &b);
+    EXPECT_TRUE(SameBits(b, expected)) << i;
   }
 }
 

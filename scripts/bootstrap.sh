@@ -15,8 +15,23 @@ packages=(
   libspdlog-dev libeigen3-dev libtinygltf-dev nlohmann-json3-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # the libFuzzer targets (scripts/fuzz.sh, run by CI): clang and its
+  # runtime libraries (libFuzzer, ASan, UBSan)
+  clang-14 libclang-rt-14-dev
+  # the openssl command line: security tests make their own test CA
+  openssl
   # the Python client (clients/python) and its test
   python3-grpcio python3-protobuf
+  # tests/deploy parses the Kubernetes and compose YAML
+  python3-yaml
+  # scripts/test-deploy.sh (run by CI): Docker engine, compose v1 and
+  # debootstrap for the local base image; the script starts its own
+  # private dockerd
+  docker.io docker-compose debootstrap
+  # the Blender add-on's headless tests (tests/blender): Blender 3.4 on the
+  # system Python; ~630 MB and ~75 s without recommends; its glTF importer
+  # needs numpy, which is only a recommendation
+  blender python3-numpy
 )
 
 missing=()

@@ -14,12 +14,22 @@ BipedJointNames::Limb LimbNames(const v1::BipedLimbJoints& proto) {
   return {proto.clavicle(), proto.upper(), proto.lower(), proto.end()};
 }
 
+// The core reports a joint name it cannot find as NOT_FOUND; on the wire
+// NOT_FOUND means "an object this server or session does not hold (resend
+// or register it)", while a joint name the skeleton lacks is a bad argument,
+// as in every other op.
+absl::Status MappingError(absl::string_view field, const absl::Status& s) {
+  const absl::Status prefixed = PrefixField(field, s);
+  if (s.code() != absl::StatusCode::kNotFound) return prefixed;
+  return absl::InvalidArgumentError(prefixed.message());
+}
+
 absl::StatusOr<BipedMapping> MappingFromProto(const Skeleton& skeleton,
                                               const v1::FullBodyBipedIkOp& op,
                                               absl::string_view field) {
   if (!op.has_mapping()) {
     auto mapping = MapBipedByName(skeleton);
-    if (!mapping.ok()) return PrefixField(field, mapping.status());
+    if (!mapping.ok()) return MappingError(field, mapping.status());
     return mapping;
   }
   const v1::BipedJoints& m = op.mapping();
@@ -36,11 +46,11 @@ absl::StatusOr<BipedMapping> MappingFromProto(const Skeleton& skeleton,
       LimbNames(m.right_leg());
   auto references = ResolveBipedJointNames(skeleton, names);
   if (!references.ok()) {
-    return PrefixField(absl::StrCat(field, ".mapping"), references.status());
+    return MappingError(absl::StrCat(field, ".mapping"), references.status());
   }
   auto mapping = BipedMapping::Create(skeleton, *std::move(references));
   if (!mapping.ok())
-    return PrefixField(absl::StrCat(field, ".mapping"), mapping.status());
+    return MappingError(absl::StrCat(field, ".mapping"), mapping.status());
   return mapping;
 }
 
@@ -111,19 +121,22 @@ absl::Status RunFullBodyBipedIk(IkOpContext& ctx,
   }
   if (op.has_ik_position_weight())
     job.ik_position_weight = op.ik_position_weight();
+  // Worded as the other iterative ops word it, naming the GetInfo limit.
+  auto over_limit = [&ctx](absl::string_view name, uint32_t value) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        ctx.field, ".", name, ": ", value,
+        " iterations exceed this server's limit of ", ctx.max_iterations,
+        " (GetInfo limits.max_solver_iterations)"));
+  };
   if (op.has_iterations()) {
     if (op.iterations() > static_cast<uint32_t>(ctx.max_iterations)) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(ctx.field, ".iterations: ", op.iterations(),
-                       " exceed this server's limit of ", ctx.max_iterations));
+      return over_limit("iterations", op.iterations());
     }
     job.iterations = static_cast<int>(op.iterations());
   }
   if (op.has_spine_iterations()) {
     if (op.spine_iterations() > static_cast<uint32_t>(ctx.max_iterations)) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(ctx.field, ".spine_iterations: ", op.spine_iterations(),
-                       " exceed this server's limit of ", ctx.max_iterations));
+      return over_limit("spine_iterations", op.spine_iterations());
     }
     job.spine_iterations = static_cast<int>(op.spine_iterations());
   }

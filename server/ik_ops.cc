@@ -6,6 +6,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "server/field_name.h"
 #include "server/wire_convert.h"
 #include "solver_core/aim_ik.h"
 #include "solver_core/ccd_ik.h"
@@ -19,6 +20,8 @@ namespace posewire::server {
 namespace {
 
 constexpr int kDefaultIterations = 20;
+// AimIkOp.clamp_smoothing's documented range is [0, 2].
+constexpr int kMaxWireClampSmoothing = 2;
 
 // A required vector: unset is an error, since a default target would be a
 // silently wrong pose.
@@ -40,10 +43,13 @@ absl::StatusOr<Eigen::Vector3f> OptionalVec3(bool has, const v1::Vec3& v,
 // aim jobs read nothing else of the model pose (the parent of the joint they
 // start from). Computed exactly as LocalToModelJob does, root first, so the
 // entries are bit-identical to a full pass at a fraction of its cost; the
-// other entries are left as identity and never read.
-ModelPose ModelOfAncestors(const Skeleton& skeleton, const LocalPose& pose,
-                           int joint) {
-  ModelPose model(skeleton.num_joints());
+// other entries are left as identity and never read. The pose lives in a
+// per-thread buffer, valid until the thread's next call: one allocation per
+// solver thread instead of one per op.
+absl::Span<const Transform> ModelOfAncestors(const Skeleton& skeleton,
+                                             const LocalPose& pose, int joint) {
+  thread_local ModelPose model;
+  model.assign(skeleton.num_joints(), Transform());
   absl::InlinedVector<int, 16> path;  // parent of `joint` up to the root
   for (int j = skeleton.parent(joint); j != kNoParent; j = skeleton.parent(j)) {
     path.push_back(j);
@@ -142,6 +148,12 @@ absl::StatusOr<std::vector<JointLimit>> LimitsFromProto(
     JointLimit limit;
     switch (spec.limit_case()) {
       case v1::JointLimitSpec::kEuler: {
+        // Proto3 enums are open: an order this server does not know must
+        // not silently become XYZ.
+        if (!v1::EulerOrder_IsValid(spec.euler().order())) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, ".euler.order: unknown value ", spec.euler().order()));
+        }
         auto min = Vec3FromProto(spec.euler().min(),
                                  absl::StrCat(where, ".euler.min"));
         if (!min.ok()) return min.status();
@@ -258,38 +270,47 @@ absl::Status RunTwoBoneIk(IkOpContext& ctx, const v1::TwoBoneIkOp& op) {
   TwoBoneIkJob job;
   job.skeleton = &skeleton;
   for (auto [name, out, label] :
-       {std::tuple{&op.start_joint(), &job.start_joint, "start_joint"},
-        std::tuple{&op.mid_joint(), &job.mid_joint, "mid_joint"},
-        std::tuple{&op.end_joint(), &job.end_joint, "end_joint"}}) {
+       {std::tuple{&op.start_joint(), &job.start_joint, ".start_joint"},
+        std::tuple{&op.mid_joint(), &job.mid_joint, ".mid_joint"},
+        std::tuple{&op.end_joint(), &job.end_joint, ".end_joint"}}) {
+    // An init-capture: clang before 16 cannot capture a structured binding.
     auto joint =
-        JointIndex(skeleton, *name, absl::StrCat(ctx.field, ".", label));
+        NamedOnError(ctx.field, label, [&, name = name](absl::string_view f) {
+          return JointIndex(skeleton, *name, f);
+        });
     if (!joint.ok()) return joint.status();
     *out = *joint;
   }
-  auto target = RequiredVec3(op.has_target(), op.target(),
-                             absl::StrCat(ctx.field, ".target"));
+  auto target = NamedOnError(ctx.field, ".target", [&](absl::string_view f) {
+    return RequiredVec3(op.has_target(), op.target(), f);
+  });
   if (!target.ok()) return target.status();
   job.target = *target;
-  auto pole = OptionalVec3(op.has_pole_vector(), op.pole_vector(),
-                           Eigen::Vector3f::UnitY(),
-                           absl::StrCat(ctx.field, ".pole_vector"));
+  auto pole = NamedOnError(ctx.field, ".pole_vector", [&](absl::string_view f) {
+    return OptionalVec3(op.has_pole_vector(), op.pole_vector(),
+                        Eigen::Vector3f::UnitY(), f);
+  });
   if (!pole.ok()) return pole.status();
   job.pole_vector = *pole;
   if (op.has_bend_goal()) {
-    auto goal =
-        Vec3FromProto(op.bend_goal(), absl::StrCat(ctx.field, ".bend_goal"));
+    auto goal = NamedOnError(ctx.field, ".bend_goal", [&](absl::string_view f) {
+      return Vec3FromProto(op.bend_goal(), f);
+    });
     if (!goal.ok()) return goal.status();
     job.bend_goal = *goal;
   }
   if (op.has_end_rotation()) {
-    auto rotation = QuatFromProto(op.end_rotation(),
-                                  absl::StrCat(ctx.field, ".end_rotation"));
+    auto rotation =
+        NamedOnError(ctx.field, ".end_rotation", [&](absl::string_view f) {
+          return QuatFromProto(op.end_rotation(), f);
+        });
     if (!rotation.ok()) return rotation.status();
     job.end_rotation = *rotation;
   }
-  auto axis =
-      OptionalVec3(op.has_mid_axis(), op.mid_axis(), Eigen::Vector3f::UnitZ(),
-                   absl::StrCat(ctx.field, ".mid_axis"));
+  auto axis = NamedOnError(ctx.field, ".mid_axis", [&](absl::string_view f) {
+    return OptionalVec3(op.has_mid_axis(), op.mid_axis(),
+                        Eigen::Vector3f::UnitZ(), f);
+  });
   if (!axis.ok()) return axis.status();
   job.mid_axis = *axis;
   job.twist_angle = op.twist_angle();
@@ -300,9 +321,8 @@ absl::Status RunTwoBoneIk(IkOpContext& ctx, const v1::TwoBoneIkOp& op) {
   job.stretch = op.stretch();
   if (op.stretch()) job.max_stretch = op.max_stretch();
 
-  const ModelPose model = ModelOfAncestors(skeleton, ctx.pose, job.start_joint);
   job.local = ctx.pose;
-  job.model = model;
+  job.model = ModelOfAncestors(skeleton, ctx.pose, job.start_joint);
   job.output = absl::MakeSpan(ctx.pose);  // in place
   TwoBoneIkResult result;
   job.result = &result;
@@ -317,12 +337,14 @@ absl::Status RunAimIk(IkOpContext& ctx, const v1::AimIkOp& op) {
   const Skeleton& skeleton = ctx.skeleton;
   AimIkJob job;
   job.skeleton = &skeleton;
-  auto joint =
-      JointIndex(skeleton, op.joint(), absl::StrCat(ctx.field, ".joint"));
+  auto joint = NamedOnError(ctx.field, ".joint", [&](absl::string_view f) {
+    return JointIndex(skeleton, op.joint(), f);
+  });
   if (!joint.ok()) return joint.status();
   job.joint = *joint;
-  auto target = RequiredVec3(op.has_target(), op.target(),
-                             absl::StrCat(ctx.field, ".target"));
+  auto target = NamedOnError(ctx.field, ".target", [&](absl::string_view f) {
+    return RequiredVec3(op.has_target(), op.target(), f);
+  });
   if (!target.ok()) return target.status();
   job.target = *target;
   struct Optional {
@@ -334,25 +356,34 @@ absl::Status RunAimIk(IkOpContext& ctx, const v1::AimIkOp& op) {
   };
   for (const Optional& o :
        {Optional{op.has_pole_vector(), op.pole_vector(),
-                 Eigen::Vector3f::UnitY(), &job.pole_vector, "pole_vector"},
+                 Eigen::Vector3f::UnitY(), &job.pole_vector, ".pole_vector"},
         Optional{op.has_forward(), op.forward(), Eigen::Vector3f::UnitX(),
-                 &job.forward, "forward"},
-        Optional{op.has_up(), op.up(), Eigen::Vector3f::UnitY(), &job.up, "up"},
+                 &job.forward, ".forward"},
+        Optional{op.has_up(), op.up(), Eigen::Vector3f::UnitY(), &job.up,
+                 ".up"},
         Optional{op.has_offset(), op.offset(), Eigen::Vector3f::Zero(),
-                 &job.offset, "offset"}}) {
-    auto v = OptionalVec3(o.has, o.value, o.fallback,
-                          absl::StrCat(ctx.field, ".", o.name));
+                 &job.offset, ".offset"}}) {
+    auto v = NamedOnError(ctx.field, o.name, [&](absl::string_view f) {
+      return OptionalVec3(o.has, o.value, o.fallback, f);
+    });
     if (!v.ok()) return v.status();
     *o.out = *v;
   }
   job.twist_angle = op.twist_angle();
   if (op.has_weight()) job.weight = op.weight();
   job.clamp_weight = op.clamp_weight();
+  // The wire contract is FinalIK's range, [0, 2]; the core job accepts more
+  // passes, which the proto does not promise.
+  if (op.clamp_smoothing() < 0 ||
+      op.clamp_smoothing() > kMaxWireClampSmoothing) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.field, ".clamp_smoothing: ", op.clamp_smoothing(),
+                     " is not in [0, ", kMaxWireClampSmoothing, "]"));
+  }
   job.clamp_smoothing = op.clamp_smoothing();
 
-  const ModelPose model = ModelOfAncestors(skeleton, ctx.pose, job.joint);
   job.local = ctx.pose;
-  job.model = model;
+  job.model = ModelOfAncestors(skeleton, ctx.pose, job.joint);
   job.output = absl::MakeSpan(ctx.pose);
   AimIkResult result;
   job.result = &result;

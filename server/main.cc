@@ -32,6 +32,17 @@ ABSL_FLAG(int, max_sessions, 1000, "Most concurrent streaming sessions.");
 ABSL_FLAG(
     int, max_session_objects, 10000,
     "Most skeletons, clips, rigs and characters one session may register.");
+ABSL_FLAG(int, max_sessions_per_peer, 0,
+          "Most concurrent sessions from one client IP address; 0: no limit "
+          "(behind a load balancer every client shares its address).");
+ABSL_FLAG(int64_t, max_session_bytes, 64 << 20,
+          "Most bytes of registrations (wire size) one session may hold.");
+ABSL_FLAG(absl::Duration, keepalive_time, absl::Seconds(30),
+          "Ping a connection after this long without traffic, so a client "
+          "that vanished without closing is noticed.");
+ABSL_FLAG(absl::Duration, keepalive_timeout, absl::Seconds(10),
+          "Drop the connection (and free its sessions) when a keepalive "
+          "ping is not answered within this.");
 ABSL_FLAG(int, skeleton_cache_size, 1024,
           "Skeletons kept for lookups by content hash.");
 ABSL_FLAG(std::string, metrics_listen, "",
@@ -64,6 +75,10 @@ int Run() {
   config.max_solver_iterations = absl::GetFlag(FLAGS_max_iterations);
   config.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   config.max_session_objects = absl::GetFlag(FLAGS_max_session_objects);
+  config.max_sessions_per_peer = absl::GetFlag(FLAGS_max_sessions_per_peer);
+  config.max_session_bytes = absl::GetFlag(FLAGS_max_session_bytes);
+  config.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
+  config.keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
   config.skeleton_cache_size = absl::GetFlag(FLAGS_skeleton_cache_size);
   config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   config.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
@@ -98,9 +113,12 @@ int Run() {
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
-  spdlog::info("{} received: draining for up to {}",
-               signal_number == SIGINT ? "SIGINT" : "SIGTERM",
-               absl::FormatDuration(config.shutdown_grace));
+  spdlog::info(
+      "{} received: draining for up to {} ({} sessions open); new calls "
+      "are refused",
+      signal_number == SIGINT ? "SIGINT" : "SIGTERM",
+      absl::FormatDuration(config.shutdown_grace),
+      (*server)->active_sessions());
   (*server)->Shutdown(config.shutdown_grace);
   spdlog::info("stopped");
   return 0;

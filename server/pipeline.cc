@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/field_name.h"
 #include "server/full_body_op.h"
 #include "server/ik_ops.h"
 #include "server/wire_convert.h"
@@ -28,17 +29,38 @@ constexpr char kDefaultSpringKey[] = "spring_bones";
 struct OpContext {
   const PipelineInput& input;
   const Skeleton& skeleton;
-  std::string field;  // e.g. "characters[2].ops[1].blend"
+  const std::string& field;  // e.g. "characters[2].ops[1].blend"
   LocalPose& pose;
   CharacterState& state;
   v1::OperationResult& result;
 };
 
+// Proto3 enums are open: a newer client may send a value this server does
+// not know. Mapping it to the default would solve something else than was
+// asked, so it is an error naming the field.
+absl::Status UnknownEnum(absl::string_view field, int value) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": unknown value ", value));
+}
+
+// Samples `sample` into `out`. `base` + `leaf` name the sample in errors,
+// joined only when there is one (see field_name.h).
 absl::Status SampleInto(OpContext& ctx, const v1::ClipSample& sample,
-                        absl::string_view field, absl::Span<Transform> out) {
-  auto clip =
-      ctx.input.clips->Find(sample.clip(), absl::StrCat(field, ".clip"));
-  if (!clip.ok()) return clip.status();
+                        absl::string_view base, absl::string_view leaf,
+                        absl::Span<Transform> out) {
+  if (!v1::PlaybackMode_IsValid(sample.mode())) {
+    return UnknownEnum(absl::StrCat(base, leaf, ".mode"), sample.mode());
+  }
+  if (!v1::RotationInterpolation_IsValid(sample.rotation_interpolation())) {
+    return UnknownEnum(absl::StrCat(base, leaf, ".rotation_interpolation"),
+                       sample.rotation_interpolation());
+  }
+  auto clip = ctx.input.clips->Find(sample.clip(), absl::string_view());
+  if (!clip.ok()) {
+    return ctx.input.clips
+        ->Find(sample.clip(), absl::StrCat(base, leaf, ".clip"))
+        .status();
+  }
   SamplingJob job;
   job.skeleton = &ctx.skeleton;
   job.clip = &ctx.input.clips->clips()[*clip];
@@ -48,7 +70,9 @@ absl::Status SampleInto(OpContext& ctx, const v1::ClipSample& sample,
   job.rotation_interpolation =
       RotationInterpolationFromProto(sample.rotation_interpolation());
   job.output = out;
-  return PrefixField(field, job.Run());
+  absl::Status status = job.Run();
+  if (!status.ok()) return PrefixField(absl::StrCat(base, leaf), status);
+  return status;
 }
 
 // Resolves a layer's pose source into `out`.
@@ -63,7 +87,7 @@ absl::Status ResolveSource(OpContext& ctx, const v1::PoseSource& source,
       return absl::OkStatus();
     case v1::PoseSource::kClip:
       out.resize(ctx.skeleton.num_joints());
-      return SampleInto(ctx, source.clip(), absl::StrCat(field, ".clip"),
+      return SampleInto(ctx, source.clip(), field, ".clip",
                         absl::MakeSpan(out));
     case v1::PoseSource::kPose: {
       auto pose = PoseFromProto(source.pose(), ctx.skeleton,
@@ -91,7 +115,7 @@ absl::Status CheckJointWeights(const RepeatedField<float>& weights,
 }
 
 absl::Status RunSampleClip(OpContext& ctx, const v1::SampleClipOp& op) {
-  return SampleInto(ctx, op.sample(), absl::StrCat(ctx.field, ".sample"),
+  return SampleInto(ctx, op.sample(), ctx.field, ".sample",
                     absl::MakeSpan(ctx.pose));
 }
 
@@ -185,6 +209,9 @@ v1::FadeCurve FadeCurveToProto(FadeCurve curve) {
 absl::Status RunCrossfade(OpContext& ctx, const v1::CrossfadeOp& op) {
   const std::string key =
       op.state_key().empty() ? kDefaultCrossfadeKey : op.state_key();
+  if (!v1::PlaybackMode_IsValid(op.mode())) {
+    return UnknownEnum(absl::StrCat(ctx.field, ".mode"), op.mode());
+  }
   CrossfadeState player = ctx.state.crossfades[key];
   const PlaybackMode mode = PlaybackModeFromProto(op.mode());
   for (int i = 0; i < op.commands_size(); ++i) {
@@ -202,6 +229,10 @@ absl::Status RunCrossfade(OpContext& ctx, const v1::CrossfadeOp& op) {
         auto clip = ctx.input.clips->Find(command.fade_to().clip(),
                                           absl::StrCat(where, ".fade_to.clip"));
         if (!clip.ok()) return clip.status();
+        if (!v1::FadeCurve_IsValid(command.fade_to().curve())) {
+          return UnknownEnum(absl::StrCat(where, ".fade_to.curve"),
+                             command.fade_to().curve());
+        }
         FadeRequest request;
         request.clip = *clip;
         request.duration = command.fade_to().fade_seconds();
@@ -300,6 +331,14 @@ absl::Status RunValidate(OpContext& ctx, const v1::ValidateOp& op) {
   return absl::OkStatus();
 }
 
+// Index of the first joint of `pose` with a NaN or infinite component, or -1.
+int FirstNonFiniteJoint(absl::Span<const Transform> pose) {
+  for (size_t j = 0; j < pose.size(); ++j) {
+    if (!IsFinite(pose[j])) return static_cast<int>(j);
+  }
+  return -1;
+}
+
 }  // namespace
 
 const std::vector<std::string>& SupportedOperations() {
@@ -339,6 +378,10 @@ absl::Status StateFromProto(
           auto clip =
               clips.Find(f.clip(), absl::StrCat(where, ".fades[", i, "].clip"));
           if (!clip.ok()) return clip.status();
+          if (!v1::FadeCurve_IsValid(f.curve())) {
+            return UnknownEnum(absl::StrCat(where, ".fades[", i, "].curve"),
+                               f.curve());
+          }
           Fade fade;
           fade.target.clip = *clip;
           fade.target.time = f.time();
@@ -397,28 +440,33 @@ void StateToProto(
 absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
                          CharacterState& state,
                          RepeatedPtrField<v1::OperationResult>* results) {
+  // Each op's field name ("characters[2].ops[1].blend"), which every error
+  // starts with, built in a per-thread buffer: two string allocations per
+  // op before.
+  thread_local std::string field;
   for (int i = 0; i < input.ops->size(); ++i) {
     const v1::Operation& op = (*input.ops)[i];
     v1::OperationResult* result = results->Add();
-    const std::string base = absl::StrCat(input.field, ".ops[", i, "]");
+    field.assign(input.field.data(), input.field.size());
+    absl::StrAppend(&field, ".ops[", i, "]");
     if (op.op_case() == v1::Operation::OP_NOT_SET) {
       // A newer client may send an operation this server does not know:
       // protobuf keeps it as an unknown field.
       if (!op.GetReflection()->GetUnknownFields(op).empty()) {
         return absl::UnimplementedError(
-            absl::StrCat(base,
+            absl::StrCat(field,
                          ": an operation this server does not implement (see "
                          "GetInfo operations)"));
       }
       return absl::InvalidArgumentError(
-          absl::StrCat(base, ": no operation set"));
+          absl::StrCat(field, ": no operation set"));
     }
     // The op's name is its oneof field's name, as GetInfo lists it.
     const std::string& name =
         v1::Operation::descriptor()->FindFieldByNumber(op.op_case())->name();
     result->set_op(name);
-    OpContext ctx{input, *input.skeleton, absl::StrCat(base, ".", name),
-                  pose,  state,           *result};
+    absl::StrAppend(&field, ".", name);
+    OpContext ctx{input, *input.skeleton, field, pose, state, *result};
     IkOpContext ik{*input.skeleton, ctx.field,
                    input.limits.max_solver_iterations, pose, *result};
     const auto started = std::chrono::steady_clock::now();
@@ -475,6 +523,16 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
         break;  // handled above
     }
     if (!status.ok()) return status;
+    // Inputs are validated finite, so a non-finite result means an op
+    // overflowed float on extreme (finite) inputs or failed numerically:
+    // refuse it here, naming the op, rather than answer OK with NaN.
+    if (const int bad = FirstNonFiniteJoint(pose); bad >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": the result is not finite at joint '",
+          input.skeleton->joint_name(bad),
+          "' (float overflow or a degenerate solve); check this op's targets "
+          "and the pose's translations and scales for extreme values"));
+    }
     if (input.metrics != nullptr) {
       input.metrics->ObserveOperation(
           result->op(), std::chrono::duration<double>(
@@ -482,6 +540,23 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
                             .count());
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ModelPoseToProto(const Skeleton& skeleton, const LocalPose& pose,
+                              absl::string_view field, v1::Pose* proto) {
+  ModelPose model(skeleton.num_joints());
+  LocalToModelJob{
+      .skeleton = &skeleton, .local = pose, .model = absl::MakeSpan(model)}
+      .RunUnchecked();
+  if (const int bad = FirstNonFiniteJoint(model); bad >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".want_model_pose: the model-space transform of joint '",
+        skeleton.joint_name(bad),
+        "' overflows float; the skeleton's or pose's translations and scales "
+        "are too large once composed down the chain"));
+  }
+  PoseToProto(model, proto);
   return absl::OkStatus();
 }
 

@@ -75,6 +75,14 @@ absl::Status RunPipeline(
     const PipelineInput& input, LocalPose& pose, CharacterState& state,
     google::protobuf::RepeatedPtrField<v1::OperationResult>* results);
 
+// Computes the model-space pose of `pose`, checks it is finite and writes
+// it to `proto`. Finite local transforms can still overflow float once
+// composed down a chain (huge translations or scales): that is an
+// INVALID_ARGUMENT naming the first joint it happens at, never an OK answer
+// carrying inf or NaN. `field` prefixes the message, e.g. "characters[0]".
+absl::Status ModelPoseToProto(const Skeleton& skeleton, const LocalPose& pose,
+                              absl::string_view field, v1::Pose* proto);
+
 }  // namespace posewire::server
 
 #endif  // POSEWIRE_SERVER_PIPELINE_H_

@@ -1,5 +1,8 @@
 #include "server/posewire_service.h"
 
+#include <grpcpp/support/proto_buffer_reader.h>
+#include <grpcpp/support/proto_buffer_writer.h>
+
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -20,23 +23,72 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
                       std::string(status.message()));
 }
 
-// Why a call should stop early, checked between units of work.
+// Why a call should stop early, checked between units of work. The deadline
+// comes first: gRPC also marks a call whose deadline passed as cancelled,
+// and DEADLINE_EXCEEDED is the truer answer (and what the client sees).
 absl::Status CheckStop(grpc::CallbackServerContext* context) {
-  if (context->IsCancelled()) {
-    return absl::CancelledError("the client cancelled the call");
-  }
   if (context->deadline() <= std::chrono::system_clock::now()) {
     return absl::DeadlineExceededError(
         "the call's deadline passed before the solve finished");
   }
+  if (context->IsCancelled()) {
+    return absl::CancelledError("the client cancelled the call");
+  }
   return absl::OkStatus();
 }
 
-// Answers a session that would exceed --max_sessions, then goes away.
+// The address part of gRPC's peer string ("ipv4:10.0.0.7:53211" ->
+// "ipv4:10.0.0.7"): a client opening many connections gets a new port for
+// each, so the port must not count.
+std::string PeerKey(const std::string& peer) {
+  if (absl::StartsWith(peer, "ipv4:") || absl::StartsWith(peer, "ipv6:")) {
+    const size_t colon = peer.rfind(':');
+    if (colon > 5) return peer.substr(0, colon);
+  }
+  return peer;
+}
+
+// The kind and id a Registered answer echoes, for the registrations the
+// reactor refuses itself (over the byte budget); empty for a frame.
+std::pair<absl::string_view, const std::string*> Registration(
+    const v1::SessionRequest& request) {
+  switch (request.message_case()) {
+    case v1::SessionRequest::kRegisterSkeleton:
+      return {"skeleton", &request.register_skeleton().id()};
+    case v1::SessionRequest::kRegisterClip:
+      return {"clip", &request.register_clip().id()};
+    case v1::SessionRequest::kRegisterRig:
+      return {"rig", &request.register_rig().id()};
+    case v1::SessionRequest::kRegisterCharacter:
+      return {"character", &request.register_character().id()};
+    default:
+      return {"", nullptr};
+  }
+}
+
+// Parses the serialised message in `bytes` into `message`; false when the
+// bytes are truncated or not that message.
+bool ParseFromBytes(const grpc::ByteBuffer& bytes,
+                    google::protobuf::MessageLite* message) {
+  grpc::ByteBuffer shared(bytes);  // shares the slices; the bytes are not
+                                   // copied
+  grpc::ProtoBufferReader reader(&shared);
+  return message->ParseFromZeroCopyStream(&reader) && reader.status().ok();
+}
+
+// Serialises `message` into `bytes`.
+grpc::Status SerializeToBytes(const google::protobuf::MessageLite& message,
+                              grpc::ByteBuffer* bytes) {
+  bool own_buffer = false;
+  return grpc::GenericSerialize<grpc::ProtoBufferWriter,
+                                google::protobuf::MessageLite>(message, bytes,
+                                                               &own_buffer);
+}
+
 // Answers a session that is refused (over --max_sessions, or not
 // authorised) with `status`, then goes away.
 class RejectedSession final
-    : public grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   explicit RejectedSession(const grpc::Status& status) { Finish(status); }
   void OnDone() override { delete this; }
@@ -57,15 +109,18 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
 // the pool, write, and only then read again. The session therefore never
 // buffers more than one request and one response, whatever the client
 // sends; HTTP/2 flow control pushes back on a client that runs ahead.
+// Each message is parsed into the reactor's arena, which is reset per
+// message: a frame's many small sub-messages cost no heap allocations.
 class PoseWireService::SessionReactor final
-    : public grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  SessionReactor(PoseWireService* service, uint64_t id)
+  SessionReactor(PoseWireService* service, uint64_t id, std::string peer)
       : service_(service),
         id_(id),
+        peer_(std::move(peer)),
         session_(service->config_, service->metrics_) {
     service_->metrics_->SessionStarted();
-    StartRead(&request_);
+    StartRead(&request_bytes_);
   }
 
   void OnReadDone(bool ok) override {
@@ -76,17 +131,34 @@ class PoseWireService::SessionReactor final
       return;
     }
     service_->pool_->Submit([this] {
-      response_.Clear();
-      session_.Handle(request_, &response_);
-      if (response_.has_frame() && response_.frame().status().code() == 0) {
+      arena_.Reset();
+      auto* request =
+          google::protobuf::Arena::CreateMessage<v1::SessionRequest>(&arena_);
+      auto* response =
+          google::protobuf::Arena::CreateMessage<v1::SessionResponse>(&arena_);
+      ++messages_read_;
+      if (ParseFromBytes(request_bytes_, request)) {
+        Handle(*request, response);
+      } else {
+        AnswerUnparseable(response);
+      }
+      request_bytes_.Clear();
+      if (response->has_frame() && response->frame().status().code() == 0) {
         int errors = 0;
-        for (const auto& c : response_.frame().characters()) {
+        for (const auto& c : response->frame().characters()) {
           errors += c.status().code() != 0;
         }
-        service_->metrics_->CountFrame(response_.frame().characters_size(),
+        service_->metrics_->CountFrame(response->frame().characters_size(),
                                        errors);
       }
-      StartWrite(&response_);
+      response_bytes_.Clear();  // the last write is done with it
+      if (grpc::Status s = SerializeToBytes(*response, &response_bytes_);
+          !s.ok()) {
+        final_code_ = absl::StatusCode::kInternal;
+        Finish(s);
+        return;
+      }
+      StartWrite(&response_bytes_);
     });
   }
 
@@ -97,7 +169,7 @@ class PoseWireService::SessionReactor final
                           "the stream closed before a response was sent"));
       return;
     }
-    StartRead(&request_);
+    StartRead(&request_bytes_);
   }
 
   void OnCancel() override { final_code_ = absl::StatusCode::kCancelled; }
@@ -111,19 +183,73 @@ class PoseWireService::SessionReactor final
         stats.frames, stats.character_frames, stats.errors);
     service_->metrics_->SessionEnded();
     service_->metrics_->CountCall("Session", final_code_);
-    service_->active_sessions_.fetch_sub(1);
+    service_->ReleaseSession(peer_);
     delete this;
   }
 
  private:
+  // Session::Handle, behind the session's byte budget: a registration that
+  // would take the session past --max_session_bytes is refused here with
+  // RESOURCE_EXHAUSTED and the stream goes on, as for any bad registration.
+  // The wire size stands in for the memory the converted object holds
+  // (packed floats convert to Transforms of about the same size).
+  void Handle(const v1::SessionRequest& request,
+              v1::SessionResponse* response) {
+    const auto [kind, id] = Registration(request);
+    if (id == nullptr) {
+      session_.Handle(request, response);
+      return;
+    }
+    const int64_t size = static_cast<int64_t>(request.ByteSizeLong());
+    if (bytes_ + size > service_->config_.max_session_bytes) {
+      v1::Registered* registered = response->mutable_registered();
+      registered->set_kind(std::string(kind));
+      registered->set_id(*id);
+      registered->mutable_status()->set_code(
+          static_cast<int>(absl::StatusCode::kResourceExhausted));
+      registered->mutable_status()->set_message(absl::StrCat(
+          "register_", kind, ": ", size, " bytes would take this session to ",
+          bytes_ + size, " bytes of registrations, over the server's limit of ",
+          service_->config_.max_session_bytes,
+          " (--max_session_bytes); register less or open another session"));
+      return;
+    }
+    session_.Handle(request, response);
+    if (response->registered().status().code() == 0) bytes_ += size;
+  }
+
+  // The answer to bytes that do not parse as a SessionRequest: as for an
+  // empty request, a Registered carrying the error, so the client still
+  // gets one response per message and the session keeps what it holds.
+  void AnswerUnparseable(v1::SessionResponse* response) {
+    session_.CountUnparseable();
+    v1::Registered* registered = response->mutable_registered();
+    registered->mutable_status()->set_code(
+        static_cast<int>(absl::StatusCode::kInvalidArgument));
+    registered->mutable_status()->set_message(absl::StrCat(
+        "message ", messages_read_, " of this stream (",
+        request_bytes_.Length(),
+        " bytes) does not parse as posewire.v1.SessionRequest: it is "
+        "truncated or not protobuf; the session and its registrations are "
+        "unchanged"));
+  }
+
   PoseWireService* service_;
   const uint64_t id_;
+  const std::string peer_;
+  // Wire bytes of the registrations this session holds; only the pool
+  // task touches it, and one runs at a time per session.
+  int64_t bytes_ = 0;
   const absl::Time started_ = absl::Now();
   // Written by gRPC callbacks that never run concurrently with OnDone.
   std::atomic<absl::StatusCode> final_code_{absl::StatusCode::kOk};
   server::Session session_;
-  v1::SessionRequest request_;
-  v1::SessionResponse response_;
+  // Messages read so far, counting the current one; only the pool task
+  // touches it.
+  int64_t messages_read_ = 0;
+  grpc::ByteBuffer request_bytes_;
+  grpc::ByteBuffer response_bytes_;
+  google::protobuf::Arena arena_;
 };
 
 PoseWireService::PoseWireService(const ServerConfig& config, Metrics* metrics,
@@ -151,12 +277,14 @@ PoseWireService::PoseWireService(const ServerConfig& config, Metrics* metrics,
 
 PoseWireService::~PoseWireService() = default;
 
-grpc::Status PoseWireService::Authorize(
-    grpc::CallbackServerContext* context) const {
+grpc::Status PoseWireService::Authorize(grpc::CallbackServerContext* context,
+                                        const char* rpc) const {
   if (auth_tokens_.empty()) return grpc::Status::OK;
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) {
+    spdlog::info("{} from {} refused: no authorization metadata", rpc,
+                 context->peer());
     return grpc::Status(
         grpc::StatusCode::UNAUTHENTICATED,
         "this server requires \"authorization: Bearer <token>\" "
@@ -164,17 +292,26 @@ grpc::Status PoseWireService::Authorize(
   }
   const absl::string_view value(it->second.data(), it->second.size());
   constexpr absl::string_view kPrefix = "Bearer ";
+  if (!absl::StartsWith(value, kPrefix)) {
+    spdlog::info("{} from {} refused: authorization is not \"Bearer ...\"", rpc,
+                 context->peer());
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "the authorization metadata must read "
+                        "\"Bearer <token>\"");
+  }
+  const absl::string_view token = value.substr(kPrefix.size());
   bool accepted = false;
-  if (absl::StartsWith(value, kPrefix)) {
-    const absl::string_view token = value.substr(kPrefix.size());
-    // Check every token, so timing does not tell which one nearly matched.
-    for (const std::string& known : auth_tokens_) {
-      accepted |= ConstantTimeEquals(token, known);
-    }
+  // Check every token, so timing does not tell which one nearly matched.
+  for (const std::string& known : auth_tokens_) {
+    accepted |= ConstantTimeEquals(token, known);
   }
   if (!accepted) {
+    // Never the token itself, not even a wrong one: a wrong token is often
+    // a real token for another server, or a real one with a typo.
+    spdlog::info("{} from {} refused: bearer token not accepted", rpc,
+                 context->peer());
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "the bearer token is not accepted by this server");
+                        "the Bearer token is not accepted by this server");
   }
   return grpc::Status::OK;
 }
@@ -183,7 +320,7 @@ grpc::ServerUnaryReactor* PoseWireService::GetInfo(
     grpc::CallbackServerContext* context, const v1::GetInfoRequest* /*request*/,
     v1::GetInfoResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  const grpc::Status auth = Authorize(context);
+  const grpc::Status auth = Authorize(context, "GetInfo");
   if (auth.ok()) *response = info_;
   metrics_->CountCall("GetInfo",
                       static_cast<absl::StatusCode>(auth.error_code()));
@@ -192,10 +329,10 @@ grpc::ServerUnaryReactor* PoseWireService::GetInfo(
 }
 
 grpc::ServerUnaryReactor* PoseWireService::Solve(
-    grpc::CallbackServerContext* context, const v1::SolveRequest* request,
-    v1::SolveResponse* response) {
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes,
+    grpc::ByteBuffer* response_bytes) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (grpc::Status auth = Authorize(context); !auth.ok()) {
+  if (grpc::Status auth = Authorize(context, "Solve"); !auth.ok()) {
     metrics_->CountCall("Solve", absl::StatusCode::kUnauthenticated);
     reactor->Finish(auth);
     return reactor;
@@ -204,13 +341,34 @@ grpc::ServerUnaryReactor* PoseWireService::Solve(
   // can be matched with the server's line.
   const uint64_t request_id = next_request_id_.fetch_add(1);
   context->AddTrailingMetadata("posewire-request-id", absl::StrCat(request_id));
-  pool_->Submit([this, context, request, response, reactor, request_id] {
-    const absl::Status status = server::Solve(
-        *request, config_, skeletons_, [context] { return CheckStop(context); },
-        response, metrics_);
+  pool_->Submit([this, context, request_bytes, response_bytes, reactor,
+                 request_id] {
+    // Request and response live in one arena that dies with this task.
+    google::protobuf::Arena arena;
+    auto* request =
+        google::protobuf::Arena::CreateMessage<v1::SolveRequest>(&arena);
+    auto* response =
+        google::protobuf::Arena::CreateMessage<v1::SolveResponse>(&arena);
+    absl::Status status;
+    if (!ParseFromBytes(*request_bytes, request)) {
+      status = absl::InvalidArgumentError(absl::StrCat(
+          "the request's ", request_bytes->Length(),
+          " bytes do not parse as posewire.v1.SolveRequest: they are "
+          "truncated or not protobuf (is the client built from "
+          "proto/posewire/v1/posewire.proto?)"));
+    } else {
+      status = server::Solve(
+          *request, config_, skeletons_,
+          [context] { return CheckStop(context); }, response, metrics_);
+    }
+    if (status.ok()) {
+      if (grpc::Status s = SerializeToBytes(*response, response_bytes);
+          !s.ok()) {
+        status = absl::InternalError(s.error_message());
+      }
+    }
     metrics_->CountCall("Solve", status.code());
     if (!status.ok()) {
-      response->Clear();
       spdlog::info("Solve request {} from {} failed: {}", request_id,
                    context->peer(), status.ToString());
     }
@@ -219,27 +377,58 @@ grpc::ServerUnaryReactor* PoseWireService::Solve(
   return reactor;
 }
 
-grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse>*
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 PoseWireService::Session(grpc::CallbackServerContext* context) {
-  if (grpc::Status auth = Authorize(context); !auth.ok()) {
+  if (grpc::Status auth = Authorize(context, "Session"); !auth.ok()) {
     metrics_->CountCall("Session", absl::StatusCode::kUnauthenticated);
     return new RejectedSession(auth);
   }
-  if (active_sessions_.fetch_add(1) >= config_.max_sessions) {
-    active_sessions_.fetch_sub(1);
-    spdlog::warn("session from {} refused: {} sessions is the limit",
-                 context->peer(), config_.max_sessions);
+  std::string peer = PeerKey(context->peer());
+  if (grpc::Status admitted = AdmitSession(peer); !admitted.ok()) {
+    spdlog::warn("session from {} refused: {}", context->peer(),
+                 admitted.error_message());
     metrics_->CountCall("Session", absl::StatusCode::kResourceExhausted);
-    return new RejectedSession(grpc::Status(
+    return new RejectedSession(admitted);
+  }
+  const uint64_t id = next_session_id_.fetch_add(1);
+  spdlog::debug("session {} from {} started", id, context->peer());
+  return new SessionReactor(this, id, std::move(peer));
+}
+
+grpc::Status PoseWireService::AdmitSession(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(sessions_mutex_);
+  if (active_sessions_.load() >= config_.max_sessions) {
+    return grpc::Status(
         grpc::StatusCode::RESOURCE_EXHAUSTED,
         absl::StrCat("this server already runs its limit of ",
                      config_.max_sessions,
                      " sessions (GetInfo limits.max_sessions); retry later "
-                     "or on another replica")));
+                     "or on another replica"));
   }
-  const uint64_t id = next_session_id_.fetch_add(1);
-  spdlog::debug("session {} from {} started", id, context->peer());
-  return new SessionReactor(this, id);
+  // Only peers holding sessions have an entry (ReleaseSession erases at 0),
+  // so the map is bounded by --max_sessions.
+  auto it = sessions_by_peer_.find(peer);
+  const int held = it == sessions_by_peer_.end() ? 0 : it->second;
+  if (config_.max_sessions_per_peer > 0 &&
+      held >= config_.max_sessions_per_peer) {
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("this client address already holds ", held,
+                     " sessions, the server's per-peer limit "
+                     "(--max_sessions_per_peer); close one first"));
+  }
+  ++sessions_by_peer_[peer];
+  active_sessions_.fetch_add(1);
+  return grpc::Status::OK;
+}
+
+void PoseWireService::ReleaseSession(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(sessions_mutex_);
+  auto it = sessions_by_peer_.find(peer);
+  if (it != sessions_by_peer_.end() && --it->second <= 0) {
+    sessions_by_peer_.erase(it);
+  }
+  active_sessions_.fetch_sub(1);
 }
 
 }  // namespace posewire::server

@@ -8,7 +8,10 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "posewire/v1/posewire.grpc.pb.h"
 #include "server/metrics.h"
@@ -18,7 +21,16 @@
 
 namespace posewire::server {
 
-class PoseWireService final : public v1::PoseWire::CallbackService {
+// Solve and Session are "raw" methods: gRPC hands over the request bytes
+// and the service parses them itself, into a protobuf Arena. gRPC's own
+// parsing answers unparseable bytes with a bare UNIMPLEMENTED (unary) or
+// ends a stream as if the client had closed it; ours answers
+// INVALID_ARGUMENT saying what was wrong, and a session goes on.
+using PoseWireCallbackBase = v1::PoseWire::WithCallbackMethod_GetInfo<
+    v1::PoseWire::WithRawCallbackMethod_Solve<
+        v1::PoseWire::WithRawCallbackMethod_Session<v1::PoseWire::Service>>>;
+
+class PoseWireService final : public PoseWireCallbackBase {
  public:
   // `metrics` must outlive the service. `auth_tokens` empty: no
   // authentication.
@@ -30,11 +42,14 @@ class PoseWireService final : public v1::PoseWire::CallbackService {
                                     const v1::GetInfoRequest* request,
                                     v1::GetInfoResponse* response) override;
 
+  // `request` holds a serialised posewire.v1.SolveRequest, `response`
+  // receives a serialised posewire.v1.SolveResponse.
   grpc::ServerUnaryReactor* Solve(grpc::CallbackServerContext* context,
-                                  const v1::SolveRequest* request,
-                                  v1::SolveResponse* response) override;
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response) override;
 
-  grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse>* Session(
+  // Carries serialised SessionRequest and SessionResponse messages.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Session(
       grpc::CallbackServerContext* context) override;
 
   int active_sessions() const { return active_sessions_.load(); }
@@ -43,8 +58,17 @@ class PoseWireService final : public v1::PoseWire::CallbackService {
   class SessionReactor;
 
   // OK, or UNAUTHENTICATED when tokens are configured and the call's
-  // "authorization: Bearer <token>" metadata is missing or wrong.
-  grpc::Status Authorize(grpc::CallbackServerContext* context) const;
+  // "authorization: Bearer <token>" metadata is missing or wrong. `rpc`
+  // names the method in the log line of a refusal, which never holds the
+  // token.
+  grpc::Status Authorize(grpc::CallbackServerContext* context,
+                         const char* rpc) const;
+
+  // Takes a session slot for `peer` (see PeerKey), or RESOURCE_EXHAUSTED
+  // naming the limit (--max_sessions or --max_sessions_per_peer) that is
+  // full. Every OK is paired with one ReleaseSession.
+  grpc::Status AdmitSession(const std::string& peer);
+  void ReleaseSession(const std::string& peer);
 
   const ServerConfig config_;
   Metrics* metrics_;
@@ -52,6 +76,11 @@ class PoseWireService final : public v1::PoseWire::CallbackService {
   // Built once: GetInfo's answer never changes while the server runs.
   v1::GetInfoResponse info_;
   SkeletonCache skeletons_;
+  // Sessions are admitted and released under the mutex, so the global and
+  // per-peer counts can never disagree; the atomic lets active_sessions()
+  // read without it.
+  std::mutex sessions_mutex_;
+  absl::flat_hash_map<std::string, int> sessions_by_peer_;
   std::atomic<int> active_sessions_{0};
   std::atomic<uint64_t> next_session_id_{1};
   std::atomic<uint64_t> next_request_id_{1};

@@ -28,6 +28,9 @@ class PosewireServer {
   int port() const { return port_; }
   // The bound metrics HTTP port, or 0 when metrics are not served.
   int metrics_port() const { return metrics_->port(); }
+  // Streaming sessions open now; a session's memory is freed when it stops
+  // counting here.
+  int active_sessions() const { return service_->active_sessions(); }
 
   // Stops accepting calls, reports NOT_SERVING on health, lets in-flight
   // calls finish for up to `grace`, then cancels what is left. Returns when

@@ -33,6 +33,20 @@ absl::Status ServerConfig::Validate() const {
   if (max_sessions < 1) {
     return absl::InvalidArgumentError("--max_sessions: must be at least 1");
   }
+  if (max_sessions_per_peer < 0) {
+    return absl::InvalidArgumentError(
+        "--max_sessions_per_peer: must not be negative (0: no limit)");
+  }
+  if (max_session_bytes < 1024) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_session_bytes: ", max_session_bytes, " is below 1024"));
+  }
+  // gRPC takes milliseconds; below 1 ms a ping could never be answered.
+  if (keepalive_time < absl::Milliseconds(1) ||
+      keepalive_timeout < absl::Milliseconds(1)) {
+    return absl::InvalidArgumentError(
+        "--keepalive_time and --keepalive_timeout: must be at least 1ms");
+  }
   if (max_session_objects < 1) {
     return absl::InvalidArgumentError(
         "--max_session_objects: must be at least 1");

@@ -22,8 +22,16 @@ struct ServerConfig {
   int max_characters_per_batch = 1024;
   int max_solver_iterations = 1000;
   int max_sessions = 1000;
+  // Sessions one peer address (IP, port ignored) may hold at once, so one
+  // client cannot take every slot; 0: no per-peer limit. Off by default
+  // because behind a load balancer every client has the balancer's address.
+  int max_sessions_per_peer = 0;
   // Skeletons, clips, rigs and characters one session may register.
   int max_session_objects = 10000;
+  // Wire bytes of the registrations one session may hold. With
+  // max_sessions it bounds the memory sessions can pin: a count of objects
+  // alone does not, since each may be a message of max_message_bytes.
+  int64_t max_session_bytes = 64 << 20;
   // Skeletons kept for SkeletonRef.hash lookups (least recently used go).
   int skeleton_cache_size = 1024;
   // HTTP address for Prometheus metrics (/metrics); empty: not served.
@@ -32,8 +40,15 @@ struct ServerConfig {
   std::string tls_cert_file;
   std::string tls_key_file;
   // File of accepted bearer tokens, one per line ('#' comments); empty: no
-  // authentication. Health and reflection stay open for probes.
+  // authentication. Health stays open for probes; reflection, which cannot
+  // check a token, is then not served.
   std::string auth_token_file;
+  // HTTP/2 keepalive: after `keepalive_time` without traffic the server
+  // pings the client and drops the connection if no answer comes within
+  // `keepalive_timeout`. This is how a client that vanished without closing
+  // its connection (power loss, a dropped NAT entry) frees its sessions.
+  absl::Duration keepalive_time = absl::Seconds(30);
+  absl::Duration keepalive_timeout = absl::Seconds(10);
   // How long in-flight calls may run after a shutdown request before they
   // are cancelled.
   absl::Duration shutdown_grace = absl::Seconds(10);

@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/wire_convert.h"
-#include "solver_core/local_to_model.h"
 
 namespace posewire::server {
 namespace {
@@ -232,15 +231,15 @@ absl::Status Session::SolveCharacter(const v1::Frame& frame, int index,
       !s.ok()) {
     return s;
   }
+  if (in.want_model_pose()) {
+    if (absl::Status s = ModelPoseToProto(skeleton, *pose, field,
+                                          result->mutable_model_pose());
+        !s.ok()) {
+      return s;
+    }
+  }
   persistent = std::move(state);
   PoseToProto(*pose, result->mutable_pose());
-  if (in.want_model_pose()) {
-    ModelPose model(skeleton.num_joints());
-    LocalToModelJob{
-        .skeleton = &skeleton, .local = *pose, .model = absl::MakeSpan(model)}
-        .RunUnchecked();
-    PoseToProto(model, result->mutable_model_pose());
-  }
   return absl::OkStatus();
 }
 

@@ -36,6 +36,13 @@ class Session {
   // statuses inside `response` (per message, per frame or per character).
   void Handle(const v1::SessionRequest& request, v1::SessionResponse* response);
 
+  // Counts a message the transport could not parse (it never reaches
+  // Handle) as a message and an error.
+  void CountUnparseable() {
+    ++stats_.messages;
+    ++stats_.errors;
+  }
+
   const SessionStats& stats() const { return stats_; }
 
  private:

@@ -9,9 +9,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "server/clip_library.h"
+#include "server/field_name.h"
 #include "server/pipeline.h"
 #include "server/wire_convert.h"
-#include "solver_core/local_to_model.h"
 
 namespace posewire::server {
 namespace {
@@ -87,8 +87,10 @@ absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
     if (absl::Status s = stop(); !s.ok()) return s;
     const v1::CharacterInput& in = request.characters(c);
     const std::string field = absl::StrCat("characters[", c, "]");
-    auto resolved = ResolveSkeleton(in.skeleton(), config, skeletons,
-                                    absl::StrCat(field, ".skeleton"));
+    // Field names are joined only for an error (field_name.h).
+    auto resolved = NamedOnError(field, ".skeleton", [&](absl::string_view f) {
+      return ResolveSkeleton(in.skeleton(), config, skeletons, f);
+    });
     if (!resolved.ok()) return resolved.status();
     const Skeleton& skeleton = *resolved->skeleton;
 
@@ -96,17 +98,22 @@ absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
     if (library == nullptr) {
       library = std::make_unique<ClipLibrary>(&skeleton, &request.clips());
     }
-    auto pose =
-        PoseFromProto(in.pose(), skeleton, absl::StrCat(field, ".pose"));
+    auto pose = NamedOnError(field, ".pose", [&](absl::string_view f) {
+      return PoseFromProto(in.pose(), skeleton, f);
+    });
     if (!pose.ok()) return pose.status();
-    auto root = TransformFromProto(in.root(), absl::StrCat(field, ".root"));
+    auto root = NamedOnError(field, ".root", [&](absl::string_view f) {
+      return TransformFromProto(in.root(), f);
+    });
     if (!root.ok()) return root.status();
 
     CharacterState state;
-    if (absl::Status s = StateFromProto(in.state(), *library, state,
-                                        absl::StrCat(field, ".state"));
-        !s.ok()) {
-      return s;
+    if (!in.state().empty()) {
+      if (absl::Status s = StateFromProto(in.state(), *library, state,
+                                          absl::StrCat(field, ".state"));
+          !s.ok()) {
+        return s;
+      }
     }
     v1::CharacterOutput* out = response->add_characters();
     out->set_id(in.id());
@@ -126,11 +133,11 @@ absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
     }
     PoseToProto(*pose, out->mutable_pose());
     if (in.want_model_pose()) {
-      ModelPose model(skeleton.num_joints());
-      LocalToModelJob{
-          .skeleton = &skeleton, .local = *pose, .model = absl::MakeSpan(model)}
-          .RunUnchecked();
-      PoseToProto(model, out->mutable_model_pose());
+      if (absl::Status s = ModelPoseToProto(skeleton, *pose, field,
+                                            out->mutable_model_pose());
+          !s.ok()) {
+        return s;
+      }
     }
     StateToProto(state, *library, out->mutable_state());
   }

@@ -18,6 +18,30 @@ SpringCurve CurveFromProto(
   return curve;
 }
 
+// Proto3 enums are open: a value this server does not know (a newer
+// client's) must not silently become the default.
+absl::Status CheckRigEnums(const v1::SpringRig& proto,
+                           absl::string_view field) {
+  const struct {
+    bool valid;
+    const char* name;
+    int value;
+  } enums[] = {
+      {v1::SpringTipAxis_IsValid(proto.tip_axis()), "tip_axis",
+       proto.tip_axis()},
+      {v1::SimulationSpace_IsValid(proto.space()), "space", proto.space()},
+      {v1::TeleportResponse_IsValid(proto.teleport_response()),
+       "teleport_response", proto.teleport_response()},
+  };
+  for (const auto& e : enums) {
+    if (!e.valid) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".", e.name, ": unknown value ", e.value));
+    }
+  }
+  return absl::OkStatus();
+}
+
 SpringRigDesc RigDescFromProto(const v1::SpringRig& proto) {
   SpringRigDesc desc;
   desc.root_joints.assign(proto.root_joints().begin(),
@@ -163,6 +187,11 @@ absl::Status RunSpringBones(SpringOpContext& ctx, const v1::SpringBonesOp& op) {
   std::string rig_key;
   op.rig().SerializeToString(&rig_key);
   if (ctx.slot.rig == nullptr || ctx.slot.rig_key != rig_key) {
+    if (absl::Status s =
+            CheckRigEnums(op.rig(), absl::StrCat(ctx.field, ".rig"));
+        !s.ok()) {
+      return s;
+    }
     auto rig = SpringRig::Create(ctx.skeleton, RigDescFromProto(op.rig()));
     if (!rig.ok())
       return PrefixField(absl::StrCat(ctx.field, ".rig"), rig.status());

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# SIGTERM under load, against the real posewire-server binary driven by the
+# real posewire-load and posewire CLI.
+#
+# 1. Drain: streams and unary callers are running when the server gets
+#    SIGTERM with a grace longer than the load. In-flight work completes:
+#    every stream frame sent is answered, no stream breaks; unary calls are
+#    answered OK or refused (UNAVAILABLE once the listener is closed;
+#    CANCELLED from gRPC for a call that raced the shutdown on an open
+#    connection); the server's own count of successful Solves equals the
+#    client's, so no call was solved and then dropped; a new call during
+#    the drain is refused; the server exits 0 once the streams end.
+# 2. Grace expires: streams outlive a 1 s grace. The server cuts them and
+#    still exits 0; each stream loses at most the one frame it had in flight
+#    (sent but never acknowledged), and every acknowledged frame counted.
+#
+# Waits are bounded only to end a failing run; no speed is asserted.
+#
+# usage: sigterm_under_load_e2e.sh SERVER LOAD CLI DATA_DIR PYTHON
+set -euo pipefail
+
+server_bin=$1
+load_bin=$2
+cli_bin=$3
+data_dir=$4
+python=${5:-/usr/bin/python3}
+work=$(mktemp -d)
+server_pid=
+load_pids=()
+cleanup() {
+  for pid in "${load_pids[@]}" $server_pid; do
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$work"/*.log; do
+    echo "--- $(basename "$f") ---" >&2
+    tail -n 40 "$f" >&2 || true
+  done
+  exit 1
+}
+
+# start_server NAME ARGS...: starts the server, sets server_pid and addr.
+start_server() {
+  local name=$1
+  shift
+  : >"$work/$name.log"
+  "$server_bin" --listen=127.0.0.1:0 --threads=2 --log_level=debug "$@" \
+    >"$work/$name.log" 2>&1 &
+  server_pid=$!
+  local port=
+  for _ in $(seq 1 200); do
+    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]\+\).*/\1/p' \
+      "$work/$name.log" | head -1 || true)
+    [[ -n $port ]] && break
+    kill -0 "$server_pid" 2>/dev/null || fail "$name: server exited at start"
+    sleep 0.1
+  done
+  [[ -n $port ]] || fail "$name: server did not report its port"
+  addr=127.0.0.1:$port
+  metrics_port=$(sed -n 's/.*metrics on port \([0-9]\+\).*/\1/p' \
+    "$work/$name.log" | head -1 || true)
+}
+
+# wait_answered LOG N: waits until a load progress line reports at least N
+# answered messages.
+wait_answered() {
+  for _ in $(seq 1 600); do
+    local answered
+    answered=$(sed -n 's/.*answered \([0-9]\+\) .*/\1/p' "$1" | tail -1)
+    [[ -n $answered && $answered -ge $2 ]] && return 0
+    sleep 0.1
+  done
+  fail "$1: load made no progress"
+}
+
+# wait_sessions LOG N: waits until the server has admitted session N, so
+# every stream is open before the signal (one opened after it would rightly
+# be refused, and that is not what these phases test).
+wait_sessions() {
+  for _ in $(seq 1 600); do
+    grep -q "session $2 from" "$1" && return 0
+    sleep 0.1
+  done
+  fail "$1: session $2 never started"
+}
+
+# wait_server_exit_0 NAME: waits for the server and asserts exit status 0.
+wait_server_exit_0() {
+  local status=0
+  wait "$server_pid" || status=$?
+  server_pid=
+  [[ $status -eq 0 ]] || fail "$1: server exited $status after SIGTERM, not 0"
+}
+
+load() {
+  "$load_bin" --server="$addr" --baseline=false \
+    --skeleton="$data_dir/cmu_131_01_walk.bvh" --characters=2 "$@"
+}
+
+# ---------------------------------------------------------------- drain --
+start_server drain --shutdown_grace=60s --metrics_listen=127.0.0.1:0
+[[ -n $metrics_port ]] || fail "drain: no metrics port in the log"
+# The streams outlast the unary callers by several seconds, so the server
+# is still draining (and serving /metrics) when the unary counts are read.
+load --mode=stream --streams=3 --rate=200 --duration=10 \
+  --json="$work/drain_stream.json" >"$work/drain_stream.log" 2>&1 &
+load_pids+=($!)
+stream_pid=$!
+load --mode=unary --callers=2 --rate=100 --duration=3 \
+  --json="$work/drain_unary.json" >"$work/drain_unary.log" 2>&1 &
+load_pids+=($!)
+unary_pid=$!
+wait_sessions "$work/drain.log" 3
+wait_answered "$work/drain_stream.log" 50
+wait_answered "$work/drain_unary.log" 20
+
+kill -TERM "$server_pid"
+# Wait for the drain to begin, then knock: the listener is closed.
+for _ in $(seq 1 100); do
+  grep -q "SIGTERM received: draining" "$work/drain.log" && break
+  sleep 0.1
+done
+grep -q "SIGTERM received: draining" "$work/drain.log" \
+  || fail "drain: no drain line after SIGTERM"
+if "$cli_bin" info --server="$addr" --timeout=5s >"$work/drain_info.log" 2>&1
+then
+  fail "drain: a new call was accepted after SIGTERM"
+fi
+kill -0 "$server_pid" 2>/dev/null \
+  || fail "drain: server exited while streams were still running"
+
+wait "$unary_pid" || true  # refusals after SIGTERM count as its errors
+kill -0 "$server_pid" 2>/dev/null \
+  || fail "drain: server gone before the unary counts could be read"
+"$python" - "$metrics_port" >"$work/drain_metrics.txt" <<'PY' \
+  || fail "drain: cannot read /metrics"
+import sys, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}/metrics"
+print(urllib.request.urlopen(url, timeout=10).read().decode())
+PY
+wait "$stream_pid" || fail "drain: posewire-load (streams) reported errors"
+load_pids=()
+wait_server_exit_0 drain
+grep -q "stopped" "$work/drain.log" || fail "drain: no 'stopped' line"
+
+"$python" - "$work/drain_stream.json" "$work/drain_unary.json" \
+  "$work/drain_metrics.txt" "$work/drain.log" <<'PY' \
+  || fail "drain: counts do not add up"
+import json, re, sys
+stream = json.load(open(sys.argv[1]))["service"]
+print(f"drain streams: sent {stream['sent']} answered {stream['answered']} "
+      f"errors {stream['errors']}")
+assert stream["sent"] > 0
+assert stream["sent"] == stream["answered"], "a stream frame was lost"
+assert stream["error_count"] == 0, "a stream broke during the drain"
+ended = re.findall(r"session \d+ ended after [^:]*: \d+ messages, (\d+) frames",
+                   open(sys.argv[4]).read())
+solved = sum(int(n) for n in ended)
+print(f"drain streams, server side: {len(ended)} sessions, {solved} frames")
+assert len(ended) == 3 and solved == stream["answered"], "frame counts differ"
+unary = json.load(open(sys.argv[2]))["service"]
+print(f"drain unary: sent {unary['sent']} answered {unary['answered']} "
+      f"errors {unary['errors']}")
+assert unary["sent"] == unary["answered"], "a unary call got no answer"
+ok = unary["answered"] - unary["error_count"]
+assert ok > 0, "no unary call succeeded"
+# 14 UNAVAILABLE: the listener is closed. 1 CANCELLED: gRPC refused a call
+# that reached an open connection after the shutdown began, before our
+# handler ran (checked below). Anything else would be a fault.
+assert set(unary["errors"]) <= {"1", "14"}, f"unexpected codes {unary['errors']}"
+server = {}
+for line in open(sys.argv[3]):
+    if line.startswith("posewire_calls_total{") and 'rpc="Solve"' in line:
+        code = line.split('code="')[1].split('"')[0]
+        server[code] = float(line.split()[-1])
+print(f"drain unary, server side: OK {server.get('OK')}, "
+      f"CANCELLED {server.get('CANCELLED')}")
+# Every call the server solved reached the client, and the server cut none.
+assert server.get("OK") == ok, f"server solved {server.get('OK')}, client got {ok}"
+assert server.get("CANCELLED", 0) == 0, "the server cancelled accepted work"
+PY
+
+# -------------------------------------------------------- grace expires --
+start_server grace --shutdown_grace=1s
+streams=3
+load --mode=stream --streams=$streams --rate=200 --duration=300 \
+  --json="$work/grace_stream.json" >"$work/grace_stream.log" 2>&1 &
+load_pids+=($!)
+stream_pid=$!
+wait_sessions "$work/grace.log" $streams
+wait_answered "$work/grace_stream.log" 50
+kill -TERM "$server_pid"
+wait_server_exit_0 grace
+# The load (asked for 300 s) ends on its own once the server has cut every
+# stream; its exit status depends on how it counts a cut stream, so the
+# counts below decide.
+wait "$stream_pid" || true
+load_pids=()
+
+"$python" - "$work/grace_stream.json" "$streams" "$work/grace.log" <<'PY' \
+  || fail "grace: counts do not add up"
+import json, re, sys
+stream = json.load(open(sys.argv[1]))["service"]
+streams = int(sys.argv[2])
+# The server's own count of frames it solved, from each session's last line.
+ended = re.findall(r"session \d+ ended after [^:]*: \d+ messages, (\d+) frames",
+                   open(sys.argv[3]).read())
+assert len(ended) == streams, f"{len(ended)} sessions ended, not {streams}"
+solved = sum(int(n) for n in ended)
+print(f"grace, server side: {solved} frames solved")
+# Every frame the client saw answered was solved by the server; at most
+# one per stream was solved and then cut before its answer got out.
+assert 0 <= solved - stream["answered"] <= streams
+print(f"grace streams: sent {stream['sent']} answered {stream['answered']} "
+      f"errors {stream['errors']}")
+assert stream["answered"] > 0
+# Each cut stream had at most one frame sent and not yet acknowledged.
+assert 0 <= stream["sent"] - stream["answered"] <= streams
+# One error per cut stream: CANCELLED (1) or UNAVAILABLE (14).
+assert stream["error_count"] <= streams
+assert set(stream["errors"]) <= {"1", "14"}, stream["errors"]
+PY
+echo "PASS"

@@ -4,8 +4,9 @@
 //
 // Input format (fuzz/session_input.h): a sequence of messages, each a
 // varint byte length followed by a serialised SessionRequest. A length that
-// overruns the input, or bytes that do not parse, end the stream as gRPC
-// would end the call (the reactor never sees them).
+// overruns the input, or bytes that do not parse, end the input: the
+// reactor answers unparseable bytes itself, before Session::Handle, and the
+// bad-input catalogue tests that answer over real gRPC.
 //
 // Every message must get exactly one answer of the matching kind (a frame
 // its FrameResult with the same sequence, anything else a Registered) and a

@@ -61,6 +61,9 @@ for target in "${targets[@]}"; do
   inputs=("$work")
   [[ -d $root/fuzz/corpus/$target ]] && inputs+=("$root/fuzz/corpus/$target")
   [[ -d $seeds/$target ]] && inputs+=("$seeds/$target")
+  # Past failures are seeds too: every run re-checks them under ASan/UBSan.
+  [[ -d $root/fuzz/regressions/$target ]] &&
+    inputs+=("$root/fuzz/regressions/$target")
   flags=(-max_len="${max_len[$target]}" -rss_limit_mb=2048 -timeout=10
          -max_total_time="$seconds" -print_final_stats=1
          -artifact_prefix="$artifacts/")

@@ -270,6 +270,8 @@ PoseWireService::PoseWireService(const ServerConfig& config, Metrics* metrics,
   limits->set_max_sessions(config.max_sessions);
   limits->set_max_objects_per_session(config.max_session_objects);
   limits->set_skeleton_cache_size(config.skeleton_cache_size);
+  limits->set_max_sessions_per_peer(config.max_sessions_per_peer);
+  limits->set_max_session_bytes(config.max_session_bytes);
   // Exactly what the pipeline dispatches; nothing that would answer
   // UNIMPLEMENTED.
   for (const std::string& op : SupportedOperations()) info_.add_operations(op);

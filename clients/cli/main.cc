@@ -144,6 +144,9 @@ int Info() {
       << "  max_objects_per_session:  " << limits.max_objects_per_session()
       << "\n"
       << "  skeleton_cache_size:      " << limits.skeleton_cache_size() << "\n"
+      << "  max_sessions_per_peer:    " << limits.max_sessions_per_peer()
+      << " (0: none)\n"
+      << "  max_session_bytes:        " << limits.max_session_bytes() << "\n"
       << "operations:  "
       << (info.operations().empty() ? std::string("(none)")
                                     : absl::StrJoin(info.operations(), ", "))

@@ -25,34 +25,9 @@ if [[ -z $blender ]]; then
   exit 77
 fi
 
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -KILL "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- server log ---" >&2
-  tail -50 "$work/server.log" >&2 || true
-  exit 1
-}
-
-: >"$work/server.log"
-"$server_bin" --listen=127.0.0.1:0 --threads=2 >"$work/server.log" 2>&1 &
-server_pid=$!
-port=
-for _ in $(seq 1 100); do
-  port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]\+\).*/\1/p' "$work/server.log" | head -1)
-  [[ -n $port ]] && break
-  kill -0 "$server_pid" 2>/dev/null || fail "server exited during start-up"
-  sleep 0.1
-done
-[[ -n $port ]] || fail "server did not report its port within 10 s"
+# shellcheck source=SCRIPTDIR/../e2e/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../e2e/lib.sh"
+start_server server "$server_bin" --threads=2
 
 mkdir -p "$work/scripts/addons" "$work/home"
 ln -s "$source_dir/clients/blender/posewire_blender" \
@@ -66,14 +41,10 @@ env -i PATH=/usr/bin:/bin HOME="$work/home" \
   PYTHONDONTWRITEBYTECODE=1 \
   "$blender" -b --factory-startup --python-exit-code 1 \
   --python "$source_dir/tests/blender/$test_script" \
-  -- "$data_dir" "127.0.0.1:$port" >"$work/blender.log" 2>&1 || status=$?
+  -- "$data_dir" "$addr" >"$work/blender.log" 2>&1 || status=$?
 cat "$work/blender.log"
 [[ $status -eq 0 ]] || fail "$test_script failed in Blender (exit $status)"
 grep -q "^OK" "$work/blender.log" || fail "$test_script: no unittest OK line"
 
-kill -TERM "$server_pid"
-status=0
-wait "$server_pid" || status=$?
-server_pid=
-[[ $status -eq 0 ]] || fail "server exited with $status after SIGTERM"
+stop_server_expect_exit_0 server
 echo "PASS: $test_script in $("$blender" -b --factory-startup --version 2>/dev/null | head -1)"

@@ -22,22 +22,8 @@ cli_bin=$2
 data_dir=$3
 python=${4:-/usr/bin/python3}
 walk=$data_dir/cmu_131_01_walk.bvh
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -KILL "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- server log ---" >&2
-  cat "$work/server.log" >&2 || true
-  exit 1
-}
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # expect_contains LABEL TEXT NEEDLE
 expect_contains() {
@@ -54,18 +40,7 @@ check_json() {
     fail "$label: $(cat "$work/check.out")"
 }
 
-: >"$work/server.log"  # exists before the server writes, so polling never races
-"$server_bin" --listen=127.0.0.1:0 --threads=2 >"$work/server.log" 2>&1 &
-server_pid=$!
-port=
-for _ in $(seq 1 100); do
-  port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]\+\).*/\1/p' "$work/server.log" | head -1)
-  [[ -n $port ]] && break
-  kill -0 "$server_pid" 2>/dev/null || fail "server exited during start-up"
-  sleep 0.1
-done
-[[ -n $port ]] || fail "server did not report its port within 10 s"
-addr=127.0.0.1:$port
+start_server server "$server_bin" --threads=2
 
 # Shared JSON checks: every joint has 3 + 4 + 3 finite numbers (the CLI
 # prints null for a non-finite one) and a unit rotation.
@@ -242,9 +217,5 @@ stream=$("$cli_bin" stream "$walk" --server="$addr" --frames=3 --rate=0 \
 [[ $status -eq 1 ]] || fail "bad stream: expected exit 1, got $status: $stream"
 expect_contains "bad stream" "$stream" "NoSuchJoint"
 
-kill -TERM "$server_pid"
-status=0
-wait "$server_pid" || status=$?
-server_pid=
-[[ $status -eq 0 ]] || fail "server exited with $status after SIGTERM"
+stop_server_expect_exit_0 server
 echo "PASS: posewire solve and stream against the server on $addr"

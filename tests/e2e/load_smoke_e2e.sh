@@ -11,35 +11,10 @@ server_bin=$1
 load_bin=$2
 data_dir=$3
 python=${4:-/usr/bin/python3}
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -KILL "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- server log ---" >&2
-  cat "$work/server.log" >&2 || true
-  exit 1
-}
-
-: >"$work/server.log"  # exists before the server writes, so polling never races
-"$server_bin" --listen=127.0.0.1:0 --threads=2 >"$work/server.log" 2>&1 &
-server_pid=$!
-port=
-for _ in $(seq 1 100); do
-  port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]\+\).*/\1/p' "$work/server.log" 2>/dev/null | head -1 || true)
-  [[ -n $port ]] && break
-  kill -0 "$server_pid" 2>/dev/null || fail "server exited during start-up"
-  sleep 0.1
-done
-[[ -n $port ]] || fail "server did not report its port within 10 s"
-addr=127.0.0.1:$port
+start_server server "$server_bin" --threads=2
 
 # check_json FILE: zero errors and sent == answered > 0 in both phases.
 check_json() {
@@ -86,7 +61,5 @@ if "$load_bin" --server="$addr" --op_mix=juggling --duration=1 \
 fi
 grep -q "unknown mix" "$work/unknown.log" || fail "unknown mix: unclear message"
 
-kill -TERM "$server_pid"
-wait "$server_pid" || fail "server did not exit 0 on SIGTERM"
-server_pid=
+stop_server_expect_exit_0 server
 echo "PASS"

@@ -13,38 +13,13 @@ server_bin=$1
 python=$2
 stubs_dir=$3
 client_dir=$4
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -KILL "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- server log ---" >&2
-  cat "$work/server.log" >&2 || true
-  exit 1
-}
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 [[ -f $stubs_dir/posewire/v1/posewire_pb2.py ]] ||
   fail "no generated stubs in $stubs_dir (build the posewire_python target)"
 
-: >"$work/server.log"  # exists before the server writes, so polling never races
-"$server_bin" --listen=127.0.0.1:0 --threads=2 >"$work/server.log" 2>&1 &
-server_pid=$!
-port=
-for _ in $(seq 1 100); do
-  port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]\+\).*/\1/p' "$work/server.log" | head -1)
-  [[ -n $port ]] && break
-  kill -0 "$server_pid" 2>/dev/null || fail "server exited during start-up"
-  sleep 0.1
-done
-[[ -n $port ]] || fail "server did not report its port within 10 s"
-addr=127.0.0.1:$port
+start_server server "$server_bin" --threads=2
 
 export PYTHONPATH=$client_dir
 export POSEWIRE_PYTHON_STUBS=$stubs_dir
@@ -62,9 +37,5 @@ example=$("$python" "$client_dir/examples/solve_walk.py" --server="$addr" 2>&1) 
   fail "example failed: $example"
 grep -qF "frame 12" <<<"$example" || fail "example output lacks frame 12: $example"
 
-kill -TERM "$server_pid"
-status=0
-wait "$server_pid" || status=$?
-server_pid=
-[[ $status -eq 0 ]] || fail "server exited with $status after SIGTERM"
+stop_server_expect_exit_0 server
 echo "PASS: Python client against the server on $addr"

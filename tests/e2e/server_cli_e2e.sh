@@ -9,22 +9,8 @@ set -euo pipefail
 server_bin=$1
 cli_bin=$2
 data_dir=$3
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -KILL "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- server log ---" >&2
-  cat "$work/server.log" >&2 || true
-  exit 1
-}
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # expect_contains LABEL TEXT NEEDLE
 expect_contains() {
@@ -32,21 +18,7 @@ expect_contains() {
 $2"
 }
 
-# Port 0: the server picks a free port and logs it; no race for a fixed one.
-: >"$work/server.log"  # exists before the server writes, so polling never races
-"$server_bin" --listen=127.0.0.1:0 --threads=2 --max_joints=333 \
-  >"$work/server.log" 2>&1 &
-server_pid=$!
-
-port=
-for _ in $(seq 1 100); do
-  port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]\+\).*/\1/p' "$work/server.log" | head -1)
-  [[ -n $port ]] && break
-  kill -0 "$server_pid" 2>/dev/null || fail "server exited during start-up"
-  sleep 0.1
-done
-[[ -n $port ]] || fail "server did not report its port within 10 s"
-addr=127.0.0.1:$port
+start_server server "$server_bin" --threads=2 --max_joints=333
 
 info=$("$cli_bin" info --server="$addr") || fail "posewire info failed"
 expect_contains "info" "$info" "version:"
@@ -77,10 +49,6 @@ if "$cli_bin" info --server=127.0.0.1:1 --timeout=1s >/dev/null 2>&1; then
   fail "info against a closed port succeeded"
 fi
 
-kill -TERM "$server_pid"
-status=0
-wait "$server_pid" || status=$?
-server_pid=
-[[ $status -eq 0 ]] || fail "server exited with $status after SIGTERM"
+stop_server_expect_exit_0 server
 grep -q "SIGTERM received" "$work/server.log" || fail "no drain message in the log"
 echo "PASS: server on $addr answered info, health and stopped cleanly"

@@ -24,47 +24,8 @@ load_bin=$2
 cli_bin=$3
 data_dir=$4
 python=${5:-/usr/bin/python3}
-work=$(mktemp -d)
-server_pid=
-load_pids=()
-cleanup() {
-  for pid in "${load_pids[@]}" $server_pid; do
-    kill -KILL "$pid" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$work"/*.log; do
-    echo "--- $(basename "$f") ---" >&2
-    tail -n 40 "$f" >&2 || true
-  done
-  exit 1
-}
-
-# start_server NAME ARGS...: starts the server, sets server_pid and addr.
-start_server() {
-  local name=$1
-  shift
-  : >"$work/$name.log"
-  "$server_bin" --listen=127.0.0.1:0 --threads=2 --log_level=debug "$@" \
-    >"$work/$name.log" 2>&1 &
-  server_pid=$!
-  local port=
-  for _ in $(seq 1 200); do
-    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]\+\).*/\1/p' \
-      "$work/$name.log" | head -1 || true)
-    [[ -n $port ]] && break
-    kill -0 "$server_pid" 2>/dev/null || fail "$name: server exited at start"
-    sleep 0.1
-  done
-  [[ -n $port ]] || fail "$name: server did not report its port"
-  addr=127.0.0.1:$port
-  metrics_port=$(sed -n 's/.*metrics on port \([0-9]\+\).*/\1/p' \
-    "$work/$name.log" | head -1 || true)
-}
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # wait_answered LOG N: waits until a load progress line reports at least N
 # answered messages.
@@ -89,31 +50,24 @@ wait_sessions() {
   fail "$1: session $2 never started"
 }
 
-# wait_server_exit_0 NAME: waits for the server and asserts exit status 0.
-wait_server_exit_0() {
-  local status=0
-  wait "$server_pid" || status=$?
-  server_pid=
-  [[ $status -eq 0 ]] || fail "$1: server exited $status after SIGTERM, not 0"
-}
-
 load() {
   "$load_bin" --server="$addr" --baseline=false \
     --skeleton="$data_dir/cmu_131_01_walk.bvh" --characters=2 "$@"
 }
 
 # ---------------------------------------------------------------- drain --
-start_server drain --shutdown_grace=60s --metrics_listen=127.0.0.1:0
+start_server drain "$server_bin" --threads=2 --log_level=debug \
+  --shutdown_grace=60s --metrics_listen=127.0.0.1:0
 [[ -n $metrics_port ]] || fail "drain: no metrics port in the log"
 # The streams outlast the unary callers by several seconds, so the server
 # is still draining (and serving /metrics) when the unary counts are read.
 load --mode=stream --streams=3 --rate=200 --duration=10 \
   --json="$work/drain_stream.json" >"$work/drain_stream.log" 2>&1 &
-load_pids+=($!)
+extra_pids+=($!)
 stream_pid=$!
 load --mode=unary --callers=2 --rate=100 --duration=3 \
   --json="$work/drain_unary.json" >"$work/drain_unary.log" 2>&1 &
-load_pids+=($!)
+extra_pids+=($!)
 unary_pid=$!
 wait_sessions "$work/drain.log" 3
 wait_answered "$work/drain_stream.log" 50
@@ -144,7 +98,7 @@ url = f"http://127.0.0.1:{sys.argv[1]}/metrics"
 print(urllib.request.urlopen(url, timeout=10).read().decode())
 PY
 wait "$stream_pid" || fail "drain: posewire-load (streams) reported errors"
-load_pids=()
+extra_pids=()
 wait_server_exit_0 drain
 grep -q "stopped" "$work/drain.log" || fail "drain: no 'stopped' line"
 
@@ -186,21 +140,21 @@ assert server.get("CANCELLED", 0) == 0, "the server cancelled accepted work"
 PY
 
 # -------------------------------------------------------- grace expires --
-start_server grace --shutdown_grace=1s
+start_server grace "$server_bin" --threads=2 --log_level=debug \
+  --shutdown_grace=1s
 streams=3
 load --mode=stream --streams=$streams --rate=200 --duration=300 \
   --json="$work/grace_stream.json" >"$work/grace_stream.log" 2>&1 &
-load_pids+=($!)
+extra_pids+=($!)
 stream_pid=$!
 wait_sessions "$work/grace.log" $streams
 wait_answered "$work/grace_stream.log" 50
-kill -TERM "$server_pid"
-wait_server_exit_0 grace
+stop_server_expect_exit_0 grace
 # The load (asked for 300 s) ends on its own once the server has cut every
 # stream; its exit status depends on how it counts a cut stream, so the
 # counts below decide.
 wait "$stream_pid" || true
-load_pids=()
+extra_pids=()
 
 "$python" - "$work/grace_stream.json" "$streams" "$work/grace.log" <<'PY' \
   || fail "grace: counts do not add up"

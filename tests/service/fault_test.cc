@@ -30,8 +30,7 @@ namespace posewire::server {
 namespace {
 
 using ::testing::HasSubstr;
-using Stream =
-    grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>;
+using Stream = SessionStream;
 
 // Waits until `condition` holds, polling. The limit only ends a test that is
 // failing anyway; how fast the server gets there never decides the result.
@@ -168,20 +167,6 @@ class FaultTest : public ServiceTest {
     return HttpGet(server_->metrics_port(), "/metrics");
   }
 
-  static v1::SessionResponse RoundTrip(Stream& stream,
-                                       const v1::SessionRequest& request) {
-    v1::SessionResponse response;
-    EXPECT_TRUE(stream.Write(request));
-    EXPECT_TRUE(stream.Read(&response));
-    return response;
-  }
-
-  static void ExpectOk(const v1::SessionResponse& response) {
-    ASSERT_TRUE(response.has_registered());
-    EXPECT_EQ(response.registered().status().code(), 0)
-        << response.registered().status().message();
-  }
-
   // An operation that takes real time per character: a full-body CCD
   // toward unreachable targets with a zero tolerance runs every iteration.
   static v1::Operation SlowOp() {
@@ -204,18 +189,18 @@ class FaultTest : public ServiceTest {
     v1::SessionRequest r;
     r.mutable_register_skeleton()->set_id("cmu");
     *r.mutable_register_skeleton()->mutable_skeleton() = WalkSkeleton();
-    ExpectOk(RoundTrip(stream, r));
+    ExpectRegistered(RoundTrip(stream, r));
     r.Clear();
     r.mutable_register_rig()->set_id("rig");
     r.mutable_register_rig()->set_skeleton_id("cmu");
     for (const v1::Operation& op : ops)
       *r.mutable_register_rig()->add_ops() = op;
-    ExpectOk(RoundTrip(stream, r));
+    ExpectRegistered(RoundTrip(stream, r));
     for (int i = 0; i < n; ++i) {
       r.Clear();
       r.mutable_register_character()->set_id(absl::StrCat("c", i));
       r.mutable_register_character()->set_rig_id("rig");
-      ExpectOk(RoundTrip(stream, r));
+      ExpectRegistered(RoundTrip(stream, r));
     }
   }
 
@@ -342,7 +327,10 @@ TEST_F(FaultTest, DeadlineExpiresMidSolve_DeadlineExceededAndTheWorkStops) {
     hash = response.characters(0).skeleton_hash();
   }
   // About 20 ms of work per character here, so the batch would take many
-  // seconds against a 300 ms deadline.
+  // seconds against a 1 s deadline. The deadline is not shorter because on
+  // a loaded machine the call must still reach the server's worker before
+  // it expires (a call that expires in gRPC's queue never runs, and never
+  // counts).
   constexpr int kCharacters = 1000;
   v1::SolveRequest request;
   for (int i = 0; i < kCharacters; ++i) {
@@ -352,7 +340,7 @@ TEST_F(FaultTest, DeadlineExpiresMidSolve_DeadlineExceededAndTheWorkStops) {
   }
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(300));
+                       std::chrono::milliseconds(1000));
   v1::SolveResponse response;
   const grpc::Status status = stub_->Solve(&context, request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)

@@ -34,6 +34,8 @@ class ServerTest : public ::testing::Test {
     config_.max_characters_per_batch = 64;
     config_.max_solver_iterations = 200;
     config_.max_sessions = 10;
+    config_.max_sessions_per_peer = 3;
+    config_.max_session_bytes = 5 << 20;
     auto server = PosewireServer::Start(config_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -61,6 +63,8 @@ TEST_F(ServerTest, GetInfo_ReportsVersionRevisionAndConfiguredLimits) {
   EXPECT_EQ(info.limits().max_characters_per_batch(), 64u);
   EXPECT_EQ(info.limits().max_solver_iterations(), 200u);
   EXPECT_EQ(info.limits().max_sessions(), 10u);
+  EXPECT_EQ(info.limits().max_sessions_per_peer(), 3u);
+  EXPECT_EQ(info.limits().max_session_bytes(), 5u << 20);
   // Exactly the operations the pipeline dispatches, nothing that would
   // answer UNIMPLEMENTED.
   EXPECT_THAT(std::vector<std::string>(info.operations().begin(),

@@ -88,6 +88,27 @@ inline bool BitIdentical(const v1::Pose& pose,
   return BitIdentical(Floats(pose), expected);
 }
 
+using SessionStream =
+    grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>;
+
+// Sends one request on a Session stream and reads its one response; a
+// failed write or read is a test failure (and an empty response).
+inline v1::SessionResponse RoundTrip(SessionStream& stream,
+                                     const v1::SessionRequest& request) {
+  v1::SessionResponse response;
+  EXPECT_TRUE(stream.Write(request));
+  EXPECT_TRUE(stream.Read(&response));
+  return response;
+}
+
+// Asserts that `response` answers a registration with status `code`.
+inline void ExpectRegistered(const v1::SessionResponse& response,
+                             grpc::StatusCode code = grpc::StatusCode::OK) {
+  ASSERT_TRUE(response.has_registered());
+  EXPECT_EQ(response.registered().status().code(), code)
+      << response.registered().status().message();
+}
+
 class ServiceTest : public ::testing::Test {
  public:
   // Override to change the configuration before the server starts.

@@ -17,8 +17,7 @@ namespace posewire::server {
 namespace {
 
 using ::testing::HasSubstr;
-using Stream =
-    grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>;
+using Stream = SessionStream;
 
 class SessionTest : public ServiceTest {
  protected:
@@ -37,22 +36,6 @@ class SessionTest : public ServiceTest {
     OpenStream s;
     s.stream = stub_->Session(s.context.get());
     return s;
-  }
-
-  // Sends one request and reads its one response.
-  static v1::SessionResponse RoundTrip(Stream& stream,
-                                       const v1::SessionRequest& request) {
-    v1::SessionResponse response;
-    EXPECT_TRUE(stream.Write(request));
-    EXPECT_TRUE(stream.Read(&response));
-    return response;
-  }
-
-  static void ExpectRegistered(const v1::SessionResponse& response,
-                               grpc::StatusCode code = grpc::StatusCode::OK) {
-    ASSERT_TRUE(response.has_registered());
-    EXPECT_EQ(response.registered().status().code(), code)
-        << response.registered().status().message();
   }
 
   // Registers the walk skeleton, two clips, a crossfade rig and `n`

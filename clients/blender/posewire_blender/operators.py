@@ -276,12 +276,5 @@ CLASSES = (POSEWIRE_OT_report, POSEWIRE_OT_connect, POSEWIRE_OT_disconnect,
            POSEWIRE_OT_spring_add, POSEWIRE_OT_remove, POSEWIRE_OT_target_add,
            POSEWIRE_OT_bake)
 
-
-def register():
-    for cls in CLASSES:
-        bpy.utils.register_class(cls)
-
-
-def unregister():
-    for cls in reversed(CLASSES):
-        bpy.utils.unregister_class(cls)
+# Registers CLASSES in order and unregisters them in reverse.
+register, unregister = bpy.utils.register_classes_factory(CLASSES)

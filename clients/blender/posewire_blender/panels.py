@@ -61,9 +61,11 @@ class POSEWIRE_UL_setups(bpy.types.UIList):
         layout.prop(item, "name", text="", emboss=False)
 
 
-def _list(layout, settings, collection, add_button):
-    """A UIList of set-ups with add and remove buttons beside it; returns
-    the selected item or None."""
+def _list(layout, obj, collection, add_button):
+    """A UIList of the armature's set-ups with add and remove buttons beside
+    it and, below, a box for the selected one to draw in; returns (item,
+    box), or (None, None) when nothing is selected."""
+    settings = obj.posewire
     active = "active_solver" if collection == "solvers" else "active_spring"
     row = layout.row()
     row.template_list("POSEWIRE_UL_setups", collection, settings, collection,
@@ -74,7 +76,9 @@ def _list(layout, settings, collection, add_button):
                     icon="REMOVE").collection = collection
     items = getattr(settings, collection)
     index = getattr(settings, active)
-    return items[index] if 0 <= index < len(items) else None
+    if not 0 <= index < len(items):
+        return None, None
+    return items[index], layout.box()
 
 
 def _bone_field(layout, obj, setup, field, text=None):
@@ -111,15 +115,13 @@ class POSEWIRE_PT_solvers(_Panel, bpy.types.Panel):
     bl_parent_id = "POSEWIRE_PT_main"
 
     def draw(self, context):
-        layout = self.layout
         obj = context.object
-        settings = obj.posewire
-        setup = _list(layout, settings, "solvers",
-                      lambda column: column.operator_menu_enum(
-                          "posewire.solver_add", "kind", text="", icon="ADD"))
+        setup, box = _list(self.layout, obj, "solvers",
+                           lambda column: column.operator_menu_enum(
+                               "posewire.solver_add", "kind", text="",
+                               icon="ADD"))
         if setup is None:
             return
-        box = layout.box()
         box.prop(setup, "kind")
         if setup.kind == "BIPED":
             _draw_biped(box, obj, setup)
@@ -148,15 +150,12 @@ class POSEWIRE_PT_springs(_Panel, bpy.types.Panel):
     bl_parent_id = "POSEWIRE_PT_main"
 
     def draw(self, context):
-        layout = self.layout
         obj = context.object
-        settings = obj.posewire
-        spring = _list(layout, settings, "springs",
-                       lambda column: column.operator(
-                           "posewire.spring_add", text="", icon="ADD"))
+        spring, box = _list(self.layout, obj, "springs",
+                            lambda column: column.operator(
+                                "posewire.spring_add", text="", icon="ADD"))
         if spring is None:
             return
-        box = layout.box()
         _bone_field(box, obj, spring, "root_bone", "Root")
         for field in ("damping", "stiffness", "world_damping_location",
                       "world_damping_rotation", "radius", "limit_angle",
@@ -183,12 +182,5 @@ class POSEWIRE_PT_bake(_Panel, bpy.types.Panel):
 CLASSES = (POSEWIRE_PT_main, POSEWIRE_UL_setups, POSEWIRE_PT_solvers,
            POSEWIRE_PT_springs, POSEWIRE_PT_bake)
 
-
-def register():
-    for cls in CLASSES:
-        bpy.utils.register_class(cls)
-
-
-def unregister():
-    for cls in reversed(CLASSES):
-        bpy.utils.unregister_class(cls)
+# Registers CLASSES in order and unregisters them in reverse.
+register, unregister = bpy.utils.register_classes_factory(CLASSES)

@@ -41,6 +41,7 @@
 #include "clients/load/workload.h"
 #include "google/protobuf/arena.h"
 #include "posewire/v1/posewire.grpc.pb.h"
+#include "server/grpc_handoff.h"
 #include "server/server_config.h"
 #include "server/session.h"
 #include "server/skeleton_cache.h"
@@ -378,12 +379,17 @@ class StreamSender final
     Send(&request);
   }
 
-  void OnWriteDone(bool ok) override { Step(ok); }
+  void OnWriteDone(bool ok) override {
+    server::TakeBackFromGrpc(this);
+    Step(ok);
+  }
   void OnReadDone(bool ok) override {
+    server::TakeBackFromGrpc(this);
     answered_ = Clock::now();
     Step(ok);
   }
   void OnDone(const grpc::Status& status) override {
+    server::TakeBackFromGrpc(this);
     if (broken_) {
       CountError(r_, phase_.live,
                  status.ok() ? grpc::StatusCode::UNKNOWN
@@ -409,8 +415,10 @@ class StreamSender final
     arena_.Reset();
     response_ =
         google::protobuf::Arena::CreateMessage<v1::SessionResponse>(&arena_);
-    StartRead(response_);
+    v1::SessionResponse* response = response_;  // read before the hand-off
     start_ = Clock::now();
+    server::HandOffToGrpc(this);
+    StartRead(response);
     StartWrite(request);
   }
 
@@ -442,6 +450,7 @@ class StreamSender final
   }
 
   void Stop() override {
+    server::HandOffToGrpc(this);
     StartWritesDone();
     RemoveHold();
   }
@@ -494,12 +503,17 @@ class UnarySender final : public NetworkSender {
     context->set_deadline(std::chrono::system_clock::now() +
                           std::chrono::seconds(10));
     response_.Clear();
-    stub_.async()->Solve(context.get(), known_ ? &by_hash_[v] : &inline_[v],
-                         &response_,
-                         [this](grpc::Status status) { OnSolved(status); });
+    // Everything the call reads of this sender is read before the hand-off.
+    grpc::ClientContext* call_context = context.get();
+    const v1::SolveRequest* request = known_ ? &by_hash_[v] : &inline_[v];
+    v1::PoseWire::StubInterface::async_interface* async = stub_.async();
+    server::HandOffToGrpc(this);
+    async->Solve(call_context, request, &response_,
+                 [this](grpc::Status status) { OnSolved(status); });
   }
 
   void OnSolved(const grpc::Status& status) {
+    server::TakeBackFromGrpc(this);
     const Clock::time_point answered = Clock::now();
     // NOT_FOUND by hash: the server evicted the skeleton; resend inline.
     if (known_ && !retried_ &&

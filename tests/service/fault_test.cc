@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -347,12 +348,25 @@ TEST_F(FaultTest, DeadlineExpiresMidSolve_DeadlineExceededAndTheWorkStops) {
       << status.error_message();
   EXPECT_EQ(response.characters_size(), 0);
 
-  // The server answers DEADLINE_EXCEEDED itself once its worker sees the
-  // deadline between characters, long before the batch would have ended.
+  // The worker checks between characters and stops the call long before
+  // the batch would have ended. Which of two codes it records is a race it
+  // cannot win every time: the server's copy of the deadline is the
+  // client's timeout counted from when the request arrived, so it falls a
+  // little after the client's own, and the client, at its deadline, resets
+  // the stream. The worker then sees a cancelled call whose deadline has
+  // not quite passed (CANCELLED); otherwise it sees the deadline first
+  // (DEADLINE_EXCEEDED). Either is one stopped call.
   const std::string kDeadline =
       "posewire_calls_total{code=\"DEADLINE_EXCEEDED\",rpc=\"Solve\"}";
-  EXPECT_TRUE(Eventually([&] { return Sample(Metrics(), kDeadline) == 1; }))
-      << Metrics();
+  const std::string kCancelled =
+      "posewire_calls_total{code=\"CANCELLED\",rpc=\"Solve\"}";
+  EXPECT_TRUE(Eventually([&] {
+    const std::string metrics = Metrics();
+    // An absent series (-1) counts as 0.
+    return std::max(0.0, Sample(metrics, kDeadline)) +
+               std::max(0.0, Sample(metrics, kCancelled)) ==
+           1;
+  })) << Metrics();
   const double solved = Sample(
       Metrics(), "posewire_operation_seconds_count{op=\"full_body_ccd\"}");
   EXPECT_LT(solved, kCharacters) << "the worker ran the whole batch";

@@ -9,7 +9,8 @@
 # batch:       stream, 100 characters per message, open loop (max throughput)
 # interactive: 200 streams, 1 character per message at 60 Hz each
 # unary:       one-shot Solve calls, 1 character, open loop
-# nginx:       batch through nginx (deploy/nginx/posewire.conf, grpc_pass)
+# nginx:       batch through nginx (deploy/nginx/posewire.conf, grpc_pass;
+#              needs Debian's nginx: apt-get install --no-install-recommends nginx)
 #              in front of two servers with 1 solver thread each
 # Every posewire-load run also runs the identical work in process (on as
 # many threads as the server has solver threads, same duration) and reports
@@ -53,6 +54,11 @@ start_server() {
 }
 
 start_nginx() {
+  if ! command -v nginx >/dev/null; then
+    echo "scenario nginx needs Debian's nginx on this host:" \
+      "apt-get install --no-install-recommends nginx" >&2
+    exit 1
+  fi
   local prefix=$out/nginx
   mkdir -p "$prefix"
   cp "$repo/deploy/nginx/posewire.conf" "$prefix/posewire.conf"

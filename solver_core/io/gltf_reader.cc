@@ -263,9 +263,9 @@ absl::StatusOr<tinygltf::Model> LoadModel(const std::string& path,
   FsPolicy callback_policy = policy;  // tinygltf wants a mutable pointer
   tinygltf::TinyGLTF loader;
   loader.SetImageLoader(&SkipImage, nullptr);
-  loader.SetFsCallbacks(tinygltf::FsCallbacks{
-      &FsFileExists, &FsExpandFilePath, &FsReadWholeFile, &FsWriteWholeFile,
-      &callback_policy});
+  loader.SetFsCallbacks(
+      tinygltf::FsCallbacks{&FsFileExists, &FsExpandFilePath, &FsReadWholeFile,
+                            &FsWriteWholeFile, &callback_policy});
   tinygltf::Model model;
   std::string err;
   std::string warn;

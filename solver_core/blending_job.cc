@@ -129,11 +129,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void StoreFourRotations(
   const __m128 inverse = _mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(packed));
   const int degenerate =
       _mm_movemask_ps(_mm_cmple_ps(packed, _mm_set1_ps(kMinQuatSquaredNorm)));
-  const __m128 r[4] = {
-      _mm_shuffle_ps(inverse, inverse, _MM_SHUFFLE(0, 0, 0, 0)),
-      _mm_shuffle_ps(inverse, inverse, _MM_SHUFFLE(1, 1, 1, 1)),
-      _mm_shuffle_ps(inverse, inverse, _MM_SHUFFLE(2, 2, 2, 2)),
-      _mm_shuffle_ps(inverse, inverse, _MM_SHUFFLE(3, 3, 3, 3))};
+  __m128 r[4];
+  simd::SplatLanes(inverse, r);
   for (int k = 0; k < 4; ++k) {
     const __m128 unit =
         (degenerate >> k) & 1 ? first[k] : _mm_mul_ps(q[k], r[k]);
@@ -171,11 +168,8 @@ inline void BlendFourJoints(const Contributor* c, int count, int j,
       }
       const __m128 flips = _mm_and_ps(
           _mm_cmplt_ps(FourDots(first, xq), _mm_setzero_ps()), sign_bit);
-      const __m128 flip[4] = {
-          _mm_shuffle_ps(flips, flips, _MM_SHUFFLE(0, 0, 0, 0)),
-          _mm_shuffle_ps(flips, flips, _MM_SHUFFLE(1, 1, 1, 1)),
-          _mm_shuffle_ps(flips, flips, _MM_SHUFFLE(2, 2, 2, 2)),
-          _mm_shuffle_ps(flips, flips, _MM_SHUFFLE(3, 3, 3, 3))};
+      __m128 flip[4];
+      simd::SplatLanes(flips, flip);
       for (int k = 0; k < 4; ++k) {
         t[k] = _mm_add_ps(t[k], _mm_mul_ps(simd::LoadXyz(x[k]), w));
         s[k] = _mm_add_ps(s[k], _mm_mul_ps(simd::LoadXyz(x[k] + 8), w));

@@ -57,6 +57,15 @@ inline __m128 LoadXyz(const float* p) {
   return _mm_and_ps(_mm_loadu_ps(p), mask);
 }
 
+// Each lane of `v` in a register of its own: out[k] = (v[k], v[k], v[k],
+// v[k]), for scaling four quaternions by four per-quaternion factors.
+inline void SplatLanes(__m128 v, __m128 out[4]) {
+  out[0] = _mm_shuffle_ps(v, v, _MM_SHUFFLE(0, 0, 0, 0));
+  out[1] = _mm_shuffle_ps(v, v, _MM_SHUFFLE(1, 1, 1, 1));
+  out[2] = _mm_shuffle_ps(v, v, _MM_SHUFFLE(2, 2, 2, 2));
+  out[3] = _mm_shuffle_ps(v, v, _MM_SHUFFLE(3, 3, 3, 3));
+}
+
 }  // namespace simd
 #endif
 
@@ -206,11 +215,8 @@ class DeferredNormalizer {
       const __m128 inverse = _mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(packed));
       const int degenerate = _mm_movemask_ps(
           _mm_cmple_ps(packed, _mm_set1_ps(kMinQuatSquaredNorm)));
-      const __m128 r[4] = {
-          _mm_shuffle_ps(inverse, inverse, _MM_SHUFFLE(0, 0, 0, 0)),
-          _mm_shuffle_ps(inverse, inverse, _MM_SHUFFLE(1, 1, 1, 1)),
-          _mm_shuffle_ps(inverse, inverse, _MM_SHUFFLE(2, 2, 2, 2)),
-          _mm_shuffle_ps(inverse, inverse, _MM_SHUFFLE(3, 3, 3, 3))};
+      __m128 r[4];
+      simd::SplatLanes(inverse, r);
       for (int k = 0; k < 4; ++k) {
         if ((degenerate >> k) & 1) {
           *q_[k] = *fallback_[k];

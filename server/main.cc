@@ -19,6 +19,9 @@
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "Address to serve on, HOST:PORT (port 0 picks a free one).");
 ABSL_FLAG(int, threads, 0, "Threads that run solves; 0 = one per core.");
+ABSL_FLAG(int64_t, inline_request_bytes, 8 << 10,
+          "Requests up to this size are solved on the gRPC thread that read "
+          "them (no hand-off to the solver threads); 0: never.");
 ABSL_FLAG(std::string, log_level, "info",
           "Log level: trace, debug, info, warn, error, critical or off.");
 ABSL_FLAG(int64_t, max_message_bytes, 16 << 20,
@@ -69,6 +72,7 @@ int Run() {
   posewire::server::ServerConfig config;
   config.listen = absl::GetFlag(FLAGS_listen);
   config.threads = absl::GetFlag(FLAGS_threads);
+  config.inline_request_bytes = absl::GetFlag(FLAGS_inline_request_bytes);
   config.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   config.max_joints_per_skeleton = absl::GetFlag(FLAGS_max_joints);
   config.max_characters_per_batch = absl::GetFlag(FLAGS_max_characters);

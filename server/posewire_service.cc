@@ -183,35 +183,15 @@ class PoseWireService::SessionReactor final
       End(grpc::Status::OK);
       return;
     }
-    service_->pool_->Submit([this] {
-      messages_.Reset();
-      v1::SessionRequest* request = messages_.request();
-      v1::SessionResponse* response = messages_.response();
-      ++messages_read_;
-      if (ParseFromBytes(request_bytes_, request)) {
-        Handle(*request, response);
-      } else {
-        AnswerUnparseable(response);
-      }
-      request_bytes_.Clear();
-      if (response->has_frame() && response->frame().status().code() == 0) {
-        int errors = 0;
-        for (const auto& c : response->frame().characters()) {
-          errors += c.status().code() != 0;
-        }
-        service_->metrics_->CountFrame(response->frame().characters_size(),
-                                       errors);
-      }
-      response_bytes_.Clear();  // the last write is done with it
-      if (grpc::Status s = SerializeToBytes(*response, &response_bytes_);
-          !s.ok()) {
-        final_code_ = absl::StatusCode::kInternal;
-        End(s);
-        return;
-      }
-      HandOffToGrpc(this);  // the write's OnWriteDone runs on a gRPC thread
-      StartWrite(&response_bytes_);
-    });
+    // Small requests are solved right here (see
+    // ServerConfig::inline_request_bytes); either way one task per
+    // session runs at a time, since the next read starts after the write.
+    if (static_cast<int64_t>(request_bytes_.Length()) <=
+        service_->config_.inline_request_bytes) {
+      AnswerMessage();
+    } else {
+      service_->pool_->Submit([this] { AnswerMessage(); });
+    }
   }
 
   void OnWriteDone(bool ok) override {
@@ -254,6 +234,37 @@ class PoseWireService::SessionReactor final
   void End(const grpc::Status& status) {
     HandOffToGrpc(this);
     Finish(status);
+  }
+
+  // Parses the message read, answers it, and starts the answer's write.
+  void AnswerMessage() {
+    messages_.Reset();
+    v1::SessionRequest* request = messages_.request();
+    v1::SessionResponse* response = messages_.response();
+    ++messages_read_;
+    if (ParseFromBytes(request_bytes_, request)) {
+      Handle(*request, response);
+    } else {
+      AnswerUnparseable(response);
+    }
+    request_bytes_.Clear();
+    if (response->has_frame() && response->frame().status().code() == 0) {
+      int errors = 0;
+      for (const auto& c : response->frame().characters()) {
+        errors += c.status().code() != 0;
+      }
+      service_->metrics_->CountFrame(response->frame().characters_size(),
+                                     errors);
+    }
+    response_bytes_.Clear();  // the last write is done with it
+    if (grpc::Status s = SerializeToBytes(*response, &response_bytes_);
+        !s.ok()) {
+      final_code_ = absl::StatusCode::kInternal;
+      End(s);
+      return;
+    }
+    HandOffToGrpc(this);  // the write's OnWriteDone runs on a gRPC thread
+    StartWrite(&response_bytes_);
   }
 
   // Session::Handle, behind the session's byte budget: a registration that
@@ -417,38 +428,45 @@ grpc::ServerUnaryReactor* PoseWireService::Solve(
   // can be matched with the server's line.
   const uint64_t request_id = next_request_id_.fetch_add(1);
   context->AddTrailingMetadata("posewire-request-id", absl::StrCat(request_id));
-  pool_->Submit(
-      [this, context, request_bytes, response_bytes, reactor, request_id] {
-        // Request and response die with this task.
-        MessagePair<v1::SolveRequest, v1::SolveResponse> messages;
-        v1::SolveRequest* request = messages.request();
-        v1::SolveResponse* response = messages.response();
-        absl::Status status;
-        if (!ParseFromBytes(*request_bytes, request)) {
-          status = absl::InvalidArgumentError(absl::StrCat(
-              "the request's ", request_bytes->Length(),
-              " bytes do not parse as posewire.v1.SolveRequest: they are "
-              "truncated or not protobuf (is the client built from "
-              "proto/posewire/v1/posewire.proto?)"));
-        } else {
-          status = server::Solve(
-              *request, config_, skeletons_,
-              [context] { return CheckStop(context); }, response, metrics_);
-        }
-        if (status.ok()) {
-          if (grpc::Status s = SerializeToBytes(*response, response_bytes);
-              !s.ok()) {
-            status = absl::InternalError(s.error_message());
-          }
-        }
-        metrics_->CountCall("Solve", status.code());
-        if (!status.ok()) {
-          spdlog::info("Solve request {} from {} failed: {}", request_id,
-                       context->peer(), status.ToString());
-        }
-        HandOffToGrpc(reactor);
-        reactor->Finish(ToGrpcStatus(status));
-      });
+  auto answer = [this, context, request_bytes, response_bytes, reactor,
+                 request_id] {
+    // Request and response die with this task.
+    MessagePair<v1::SolveRequest, v1::SolveResponse> messages;
+    v1::SolveRequest* request = messages.request();
+    v1::SolveResponse* response = messages.response();
+    absl::Status status;
+    if (!ParseFromBytes(*request_bytes, request)) {
+      status = absl::InvalidArgumentError(absl::StrCat(
+          "the request's ", request_bytes->Length(),
+          " bytes do not parse as posewire.v1.SolveRequest: they are "
+          "truncated or not protobuf (is the client built from "
+          "proto/posewire/v1/posewire.proto?)"));
+    } else {
+      status = server::Solve(
+          *request, config_, skeletons_,
+          [context] { return CheckStop(context); }, response, metrics_);
+    }
+    if (status.ok()) {
+      if (grpc::Status s = SerializeToBytes(*response, response_bytes);
+          !s.ok()) {
+        status = absl::InternalError(s.error_message());
+      }
+    }
+    metrics_->CountCall("Solve", status.code());
+    if (!status.ok()) {
+      spdlog::info("Solve request {} from {} failed: {}", request_id,
+                   context->peer(), status.ToString());
+    }
+    HandOffToGrpc(reactor);
+    reactor->Finish(ToGrpcStatus(status));
+  };
+  // As for Session messages: small calls are answered on this gRPC thread.
+  if (static_cast<int64_t>(request_bytes->Length()) <=
+      config_.inline_request_bytes) {
+    answer();
+  } else {
+    pool_->Submit(std::move(answer));
+  }
   return reactor;
 }
 

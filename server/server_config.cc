@@ -14,6 +14,11 @@ absl::Status ServerConfig::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("--threads: ", threads, " is outside [0, 1024]"));
   }
+  if (inline_request_bytes < 0 || inline_request_bytes > (1 << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--inline_request_bytes: ", inline_request_bytes,
+                     " is outside [0, 1048576]"));
+  }
   // gRPC stores the limit in an int; 1 KiB is too small for any real frame.
   if (max_message_bytes < 1024 || max_message_bytes > INT32_MAX) {
     return absl::InvalidArgumentError(

@@ -157,6 +157,14 @@ TEST(ServerStartTest, InvalidConfigurationIsRejectedWithTheFlagName) {
   server = PosewireServer::Start(config);
   EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(server.status().message(), HasSubstr("--max_message_bytes"));
+
+  config.max_message_bytes = ServerConfig{}.max_message_bytes;
+  for (int64_t bytes : {int64_t{-1}, int64_t{1} << 21}) {
+    config.inline_request_bytes = bytes;
+    server = PosewireServer::Start(config);
+    EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(server.status().message(), HasSubstr("--inline_request_bytes"));
+  }
 }
 
 TEST(ServerStartTest, PortInUseIsUnavailable) {

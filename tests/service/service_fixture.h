@@ -109,6 +109,20 @@ inline void ExpectRegistered(const v1::SessionResponse& response,
       << response.registered().status().message();
 }
 
+// Values for ServerConfig::inline_request_bytes that put requests on the
+// solver pool (0), split them by size (the default) or keep every one on
+// gRPC's thread; for suites that must answer the same wherever they solve.
+inline auto RequestPlacements() {
+  return ::testing::Values<int64_t>(0, ServerConfig{}.inline_request_bytes,
+                                    int64_t{1} << 20);
+}
+inline std::string RequestPlacementName(
+    const ::testing::TestParamInfo<int64_t>& info) {
+  if (info.param == 0) return "OnSolverPool";
+  if (info.param == ServerConfig{}.inline_request_bytes) return "SplitBySize";
+  return "OnGrpcThread";
+}
+
 class ServiceTest : public ::testing::Test {
  public:
   // Override to change the configuration before the server starts.

@@ -19,11 +19,17 @@ namespace {
 using ::testing::HasSubstr;
 using Stream = SessionStream;
 
-class SessionTest : public ServiceTest {
+// Run with every request solved on the solver pool, with the default
+// split (small messages on gRPC's thread, registrations and batches on the
+// pool) and with every request solved on gRPC's thread: the answers must be
+// the same wherever they are computed.
+class SessionTest : public ServiceTest,
+                    public ::testing::WithParamInterface<int64_t> {
  protected:
   void Configure(ServerConfig& config) override {
     config.max_sessions = 3;
     config.max_session_objects = 20;
+    config.inline_request_bytes = GetParam();
   }
 
   struct OpenStream {
@@ -66,7 +72,7 @@ class SessionTest : public ServiceTest {
   }
 };
 
-TEST_F(
+TEST_P(
     SessionTest,
     HundredFramesOfTenCharacters_InOrderWithStateAndOneBadFrameFailingAlone) {
   OpenStream s = Open();
@@ -144,7 +150,7 @@ TEST_F(
   EXPECT_TRUE(status.ok()) << status.error_message();
 }
 
-TEST_F(SessionTest, FrameOutOfOrder_IsAnsweredWithAnErrorAndTheSessionGoesOn) {
+TEST_P(SessionTest, FrameOutOfOrder_IsAnsweredWithAnErrorAndTheSessionGoesOn) {
   OpenStream s = Open();
   RegisterWalkers(*s.stream, 1);
   v1::SessionRequest request;
@@ -173,7 +179,7 @@ TEST_F(SessionTest, FrameOutOfOrder_IsAnsweredWithAnErrorAndTheSessionGoesOn) {
   EXPECT_TRUE(s.stream->Finish().ok());
 }
 
-TEST_F(SessionTest,
+TEST_P(SessionTest,
        Registrations_DuplicatesUnknownReferencesAndTheObjectLimit) {
   OpenStream s = Open();
   RegisterWalkers(*s.stream, 1);  // 5 objects
@@ -220,7 +226,7 @@ TEST_F(SessionTest,
   EXPECT_TRUE(s.stream->Finish().ok());
 }
 
-TEST_F(SessionTest, SessionsBeyondTheLimitAreResourceExhaustedAndFreedOnClose) {
+TEST_P(SessionTest, SessionsBeyondTheLimitAreResourceExhaustedAndFreedOnClose) {
   std::vector<OpenStream> open;
   for (int i = 0; i < 3; ++i) {
     open.push_back(Open());
@@ -257,7 +263,7 @@ TEST_F(SessionTest, SessionsBeyondTheLimitAreResourceExhaustedAndFreedOnClose) {
   }
 }
 
-TEST_F(SessionTest, ClientCancelMidStream_LeavesTheServerHealthy) {
+TEST_P(SessionTest, ClientCancelMidStream_LeavesTheServerHealthy) {
   {
     OpenStream s = Open();
     RegisterWalkers(*s.stream, 2);
@@ -271,6 +277,9 @@ TEST_F(SessionTest, ClientCancelMidStream_LeavesTheServerHealthy) {
   s.stream->WritesDone();
   EXPECT_TRUE(s.stream->Finish().ok());
 }
+
+INSTANTIATE_TEST_SUITE_P(Placement, SessionTest, RequestPlacements(),
+                         RequestPlacementName);
 
 }  // namespace
 }  // namespace posewire::server

@@ -40,10 +40,11 @@ v1::Operation SampleOp(const std::string& clip, float time) {
   return op;
 }
 
-class SolveTest : public ServiceTest {
+class SolveFixture : public ServiceTest {
  protected:
   void Configure(ServerConfig& config) override {
     config.max_characters_per_batch = 64;
+    config.inline_request_bytes = inline_request_bytes_;
   }
 
   // A request with the walk clip and one character with the skeleton inline.
@@ -63,9 +64,21 @@ class SolveTest : public ServiceTest {
                          std::chrono::seconds(30));
     return stub_->Solve(&context, request, response);
   }
+
+  int64_t inline_request_bytes_ = ServerConfig{}.inline_request_bytes;
 };
 
-TEST_F(SolveTest, SampleClip_OverTheWireIsBitIdenticalToTheCore) {
+// Run with every request solved on the solver pool, with the default
+// split (small requests on gRPC's thread, large ones on the pool) and with
+// every request solved on gRPC's thread: the answers must be the same
+// wherever they are computed.
+class SolveTest : public SolveFixture,
+                  public ::testing::WithParamInterface<int64_t> {
+ protected:
+  SolveTest() { inline_request_bytes_ = GetParam(); }
+};
+
+TEST_P(SolveTest, SampleClip_OverTheWireIsBitIdenticalToTheCore) {
   v1::SolveRequest request = OneCharacter();
   *request.mutable_characters(0)->add_ops() = SampleOp("walk", 2.345f);
   request.mutable_characters(0)->set_want_model_pose(true);
@@ -89,7 +102,7 @@ TEST_F(SolveTest, SampleClip_OverTheWireIsBitIdenticalToTheCore) {
   EXPECT_EQ(out.ops(0).op(), "sample_clip");
 }
 
-TEST_F(SolveTest, NoOps_ReturnsTheInputPoseOrTheRestPose) {
+TEST_P(SolveTest, NoOps_ReturnsTheInputPoseOrTheRestPose) {
   v1::SolveRequest request = OneCharacter();
   v1::SolveResponse response;
   ASSERT_TRUE(Call(request, &response).ok());
@@ -104,7 +117,7 @@ TEST_F(SolveTest, NoOps_ReturnsTheInputPoseOrTheRestPose) {
       BitIdentical(Floats(response.characters(0).pose()), Packed(input)));
 }
 
-TEST_F(SolveTest, SkeletonByHash_WorksAfterSendingItOnceAndUnknownIsNotFound) {
+TEST_P(SolveTest, SkeletonByHash_WorksAfterSendingItOnceAndUnknownIsNotFound) {
   v1::SolveRequest request = OneCharacter();
   v1::SolveResponse first;
   ASSERT_TRUE(Call(request, &first).ok());
@@ -127,7 +140,7 @@ TEST_F(SolveTest, SkeletonByHash_WorksAfterSendingItOnceAndUnknownIsNotFound) {
   EXPECT_THAT(status.error_message(), HasSubstr("send the skeleton inline"));
 }
 
-TEST_F(SolveTest, Blend_OfTwoClipTimesMatchesTheCore) {
+TEST_P(SolveTest, Blend_OfTwoClipTimesMatchesTheCore) {
   v1::SolveRequest request = OneCharacter();
   v1::BlendOp* blend =
       request.mutable_characters(0)->add_ops()->mutable_blend();
@@ -160,7 +173,7 @@ TEST_F(SolveTest, Blend_OfTwoClipTimesMatchesTheCore) {
       BitIdentical(Floats(response.characters(0).pose()), Packed(expected)));
 }
 
-TEST_F(SolveTest, Crossfade_StateRoundTripsThroughTheClientAndMatchesTheCore) {
+TEST_P(SolveTest, Crossfade_StateRoundTripsThroughTheClientAndMatchesTheCore) {
   v1::SolveRequest request = OneCharacter();
   *request.add_clips() = WalkClip("walk_late");
   // The second clip is the same motion; start it 2 s in so the fade shows.
@@ -203,7 +216,7 @@ TEST_F(SolveTest, Crossfade_StateRoundTripsThroughTheClientAndMatchesTheCore) {
   EXPECT_EQ(wire.fades_size(), 0);
 }
 
-TEST_F(SolveTest, Validate_AcceptsTheHonestPoseAndNamesTheWorstJointOfACheat) {
+TEST_P(SolveTest, Validate_AcceptsTheHonestPoseAndNamesTheWorstJointOfACheat) {
   v1::SolveRequest request = OneCharacter();
   *request.mutable_characters(0)->add_ops() = SampleOp("walk", 3.0f);
   v1::ValidateOp* validate =
@@ -243,7 +256,7 @@ TEST_F(SolveTest, Validate_AcceptsTheHonestPoseAndNamesTheWorstJointOfACheat) {
                            Packed(CoreSample(3.0f))));
 }
 
-TEST_F(SolveTest, Determinism_SameCharacterGivesTheSameBitsInAnyBatch) {
+TEST_P(SolveTest, Determinism_SameCharacterGivesTheSameBitsInAnyBatch) {
   v1::SolveRequest single = OneCharacter();
   v1::BlendOp* blend = single.mutable_characters(0)->add_ops()->mutable_blend();
   for (float t : {0.1f, 0.9f, 4.2f}) {
@@ -273,8 +286,11 @@ struct BadRequestCase {
   std::string message;
 };
 
+INSTANTIATE_TEST_SUITE_P(Placement, SolveTest, RequestPlacements(),
+                         RequestPlacementName);
+
 class SolveBadRequestTest
-    : public SolveTest,
+    : public SolveFixture,
       public ::testing::WithParamInterface<BadRequestCase> {};
 
 TEST_P(SolveBadRequestTest, IsRejectedWithItsCodeAndAMessageNamingTheField) {

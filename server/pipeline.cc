@@ -14,6 +14,7 @@
 #include "solver_core/additive_job.h"
 #include "solver_core/blending_job.h"
 #include "solver_core/local_to_model.h"
+#include "solver_core/quaternion_math.h"
 #include "solver_core/sampling_job.h"
 
 namespace posewire::server {
@@ -332,7 +333,12 @@ absl::Status RunValidate(OpContext& ctx, const v1::ValidateOp& op) {
 }
 
 // Index of the first joint of `pose` with a NaN or infinite component, or -1.
+// Runs after every op of every character, so the common case goes through
+// the branch-free SIMD screen first: a pose that passes it (finite, unit
+// rotations) has no such joint. Only a pose it rejects is searched joint by
+// joint, and one rejected for a rotation's norm alone is still finite.
 int FirstNonFiniteJoint(absl::Span<const Transform> pose) {
+  if (PoseLooksValid(pose)) return -1;
   for (size_t j = 0; j < pose.size(); ++j) {
     if (!IsFinite(pose[j])) return static_cast<int>(j);
   }

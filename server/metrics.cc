@@ -1,7 +1,9 @@
 #include "server/metrics.h"
 
+#include <algorithm>
 #include <exception>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/pipeline.h"
@@ -45,10 +47,18 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(
                       .Name("posewire_operation_seconds")
                       .Help("Wall time of one operation on one character")
                       .Register(registry);
-  const prometheus::Histogram::BucketBoundaries buckets = {
-      1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 5e-3, 2e-2};
+  const prometheus::Histogram::BucketBoundaries buckets(
+      kOperationSecondsBuckets.begin(), kOperationSecondsBuckets.end());
   for (const std::string& op : SupportedOperations()) {
-    metrics->operation_seconds_[op] = &seconds.Add({{"op", op}}, buckets);
+    const google::protobuf::FieldDescriptor* field =
+        v1::Operation::descriptor()->FindFieldByName(op);
+    if (field == nullptr || field->number() >= OperationTimings::kOpCases) {
+      return absl::InternalError(absl::StrCat(
+          "operation '", op, "' has no histogram slot (oneof field number ",
+          field == nullptr ? -1 : field->number(), ")"));
+    }
+    metrics->operation_seconds_[field->number()] =
+        &seconds.Add({{"op", op}}, buckets);
   }
   auto& sessions = prometheus::BuildGauge()
                        .Name("posewire_active_sessions")
@@ -84,9 +94,27 @@ void Metrics::CountFrame(int characters, int errors) {
   character_errors_->Increment(errors);
 }
 
-void Metrics::ObserveOperation(absl::string_view op, double seconds) {
-  auto it = operation_seconds_.find(op);
-  if (it != operation_seconds_.end()) it->second->Observe(seconds);
+void OperationTimings::Add(int op_case, double seconds) {
+  if (op_case < 0 || op_case >= kOpCases) return;
+  // The bucket Prometheus' Histogram::Observe picks: the first bound >= value.
+  const size_t bucket =
+      std::lower_bound(kOperationSecondsBuckets.begin(),
+                       kOperationSecondsBuckets.end(), seconds) -
+      kOperationSecondsBuckets.begin();
+  counts_[op_case][bucket] += 1.0;
+  sums_[op_case] += seconds;
+  seen_[op_case] = true;
+}
+
+void Metrics::AddTimings(const OperationTimings& timings) {
+  for (int op_case = 0; op_case < OperationTimings::kOpCases; ++op_case) {
+    prometheus::Histogram* histogram = operation_seconds_[op_case];
+    if (!timings.seen_[op_case] || histogram == nullptr) continue;
+    const OperationTimings::Buckets& counts = timings.counts_[op_case];
+    histogram->ObserveMultiple(
+        std::vector<double>(counts.begin(), counts.end()),
+        timings.sums_[op_case]);
+  }
 }
 
 }  // namespace posewire::server

@@ -450,6 +450,9 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
   // starts with, built in a per-thread buffer: two string allocations per
   // op before.
   thread_local std::string field;
+  auto op_started = input.timings != nullptr
+                        ? std::chrono::steady_clock::now()
+                        : std::chrono::steady_clock::time_point();
   for (int i = 0; i < input.ops->size(); ++i) {
     const v1::Operation& op = (*input.ops)[i];
     v1::OperationResult* result = results->Add();
@@ -475,7 +478,6 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
     OpContext ctx{input, *input.skeleton, field, pose, state, *result};
     IkOpContext ik{*input.skeleton, ctx.field,
                    input.limits.max_solver_iterations, pose, *result};
-    const auto started = std::chrono::steady_clock::now();
     absl::Status status;
     switch (op.op_case()) {
       case v1::Operation::kSampleClip:
@@ -539,11 +541,14 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
           "' (float overflow or a degenerate solve); check this op's targets "
           "and the pose's translations and scales for extreme values"));
     }
-    if (input.metrics != nullptr) {
-      input.metrics->ObserveOperation(
-          result->op(), std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - started)
-                            .count());
+    if (input.timings != nullptr) {
+      // One clock read per op: each op's time runs from the previous op's
+      // end, so it includes its own bookkeeping above (field name, result).
+      const auto finished = std::chrono::steady_clock::now();
+      input.timings->Add(
+          op.op_case(),
+          std::chrono::duration<double>(finished - op_started).count());
+      op_started = finished;
     }
   }
   return absl::OkStatus();

@@ -65,8 +65,8 @@ struct PipelineInput {
   PipelineLimits limits;
   // Prefix for error messages, e.g. "characters[2]".
   absl::string_view field;
-  // Optional: records each operation's wall time.
-  Metrics* metrics = nullptr;
+  // Optional: gathers each operation's wall time.
+  OperationTimings* timings = nullptr;
 };
 
 // Applies `input.ops` to `pose` (in place), updating `state` and appending

@@ -177,10 +177,12 @@ void Session::HandleFrame(const v1::Frame& frame, v1::FrameResult* result) {
   any_frame_ = true;
   last_sequence_ = frame.sequence();
   ++stats_.frames;
+  OperationTimings timings;
+  OperationTimings* gathered = metrics_ != nullptr ? &timings : nullptr;
   for (int i = 0; i < frame.characters_size(); ++i) {
     v1::CharacterResult* out = result->add_characters();
     out->set_character_id(frame.characters(i).character_id());
-    absl::Status s = SolveCharacter(frame, i, out);
+    absl::Status s = SolveCharacter(frame, i, gathered, out);
     if (!s.ok()) {
       ++stats_.errors;
       // A failed character returns no partial pose: the status alone.
@@ -192,9 +194,11 @@ void Session::HandleFrame(const v1::Frame& frame, v1::FrameResult* result) {
     }
     SetStatus(s, out->mutable_status());
   }
+  if (metrics_ != nullptr) metrics_->AddTimings(timings);
 }
 
 absl::Status Session::SolveCharacter(const v1::Frame& frame, int index,
+                                     OperationTimings* timings,
                                      v1::CharacterResult* result) {
   const v1::CharacterFrame& in = frame.characters(index);
   const std::string field = absl::StrCat("frame.characters[", index, "]");
@@ -225,7 +229,7 @@ absl::Status Session::SolveCharacter(const v1::Frame& frame, int index,
       .root = *root,
       .limits = {.max_solver_iterations = config_.max_solver_iterations},
       .field = field,
-      .metrics = metrics_};
+      .timings = timings};
   if (absl::Status s =
           RunPipeline(pipeline, *pose, state, result->mutable_ops());
       !s.ok()) {

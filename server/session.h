@@ -69,6 +69,7 @@ class Session {
                           const std::string& id) const;
   void HandleFrame(const v1::Frame& frame, v1::FrameResult* result);
   absl::Status SolveCharacter(const v1::Frame& frame, int index,
+                              OperationTimings* timings,
                               v1::CharacterResult* result);
 
   const ServerConfig& config_;

@@ -54,11 +54,11 @@ absl::StatusOr<ResolvedSkeleton> ResolveSkeleton(const v1::SkeletonRef& ref,
       absl::StrCat(field, ": set either skeleton or hash"));
 }
 
-}  // namespace
-
-absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
-                   SkeletonCache& skeletons, const StopCheck& stop,
-                   v1::SolveResponse* response, Metrics* metrics) {
+absl::Status SolveCharacters(const v1::SolveRequest& request,
+                             const ServerConfig& config,
+                             SkeletonCache& skeletons, const StopCheck& stop,
+                             v1::SolveResponse* response,
+                             OperationTimings* timings) {
   if (request.characters_size() > config.max_characters_per_batch) {
     return absl::ResourceExhaustedError(
         absl::StrCat("characters: ", request.characters_size(),
@@ -125,7 +125,7 @@ absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
                            .root = *root,
                            .limits = limits,
                            .field = field,
-                           .metrics = metrics};
+                           .timings = timings};
     if (absl::Status s =
             RunPipeline(pipeline, *pose, state, out->mutable_ops());
         !s.ok()) {
@@ -142,6 +142,20 @@ absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
     StateToProto(state, *library, out->mutable_state());
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
+                   SkeletonCache& skeletons, const StopCheck& stop,
+                   v1::SolveResponse* response, Metrics* metrics) {
+  OperationTimings timings;
+  const absl::Status status =
+      SolveCharacters(request, config, skeletons, stop, response,
+                      metrics != nullptr ? &timings : nullptr);
+  // Ops that ran count even when a later character failed.
+  if (metrics != nullptr) metrics->AddTimings(timings);
+  return status;
 }
 
 }  // namespace posewire::server

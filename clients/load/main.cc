@@ -12,7 +12,9 @@
 // that falls more than one period behind restarts its schedule (no burst).
 // Senders are gRPC callback-API reactors, not threads: the client's own CPU
 // use stays small and flat however many streams it drives.
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/proto_buffer_reader.h>
 
 #include <algorithm>
 #include <atomic>
@@ -38,6 +40,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "clients/cpp/posewire_client.h"
+#include "clients/load/frame_encoder.h"
 #include "clients/load/workload.h"
 #include "google/protobuf/arena.h"
 #include "posewire/v1/posewire.grpc.pb.h"
@@ -348,35 +351,55 @@ class NetworkSender : public Scheduler::Task {
   Pacer pacer_{phase_.config.rate, index_, phase_.config.senders};
 };
 
+// A Session workload as the bytes the streams send.
+struct EncodedSession {
+  explicit EncodedSession(const load::Workload& workload) {
+    for (const v1::SessionRequest& r : workload.registrations) {
+      registrations.push_back(r.SerializeAsString());
+    }
+    for (const v1::SessionRequest& r : workload.frames) frames.emplace_back(r);
+  }
+  std::vector<std::string> registrations;
+  std::vector<load::FrameEncoder> frames;
+};
+
 // One Session stream: registrations, then frames, one in flight at a time
 // (the server answers each before reading the next). A message is complete
 // when both its write and its read have finished, in either order.
+//
+// Requests go out as bytes encoded ahead of the run (registrations whole,
+// frames by FrameEncoder with only the sequence written per send), through
+// gRPC's generic stub: a load generator that serialised each message would
+// spend the server's cores on its own work. Answers are parsed in full.
 class StreamSender final
     : public NetworkSender,
-      public grpc::ClientBidiReactor<v1::SessionRequest, v1::SessionResponse> {
+      public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  StreamSender(v1::PoseWire::Stub& stub, const Phase& phase,
-               Scheduler& scheduler, Latch& done, int index, SenderResult& r)
+  StreamSender(grpc::GenericStub& stub, const EncodedSession& encoded,
+               const Phase& phase, Scheduler& scheduler, Latch& done, int index,
+               SenderResult& r)
       : NetworkSender(phase, scheduler, done, index, r),
-        frames_(phase.workload.frames),
+        encoded_(encoded),
         block_size_(16384 +
                     8192 * static_cast<size_t>(phase.config.characters)),
         block_(new char[block_size_]),
         arena_(ArenaOn(block_.get(), block_size_)) {
-    stub.async()->Session(&context_, this);
+    stub.PrepareBidiStreamingCall(&context_, "/posewire.v1.PoseWire/Session",
+                                  grpc::StubOptions(), this);
     // Held until the sender stops: between paced messages nothing is in
     // flight, and a status arriving then (a server going away) must not end
     // the reactor while the scheduler still holds it.
     AddHold();
-    Send(&phase_.workload.registrations[0]);
+    Send(encoded_.registrations[0]);
     StartCall();
   }
 
   void Fire() override {
-    v1::SessionRequest& request = frames_[sequence_ % frames_.size()];
-    request.mutable_frame()->set_sequence(++sequence_);
+    const FrameEncoder& frame =
+        encoded_.frames[sequence_ % encoded_.frames.size()];
+    frame.Encode(++sequence_, &frame_bytes_);
     Sent(r_, phase_.live);
-    Send(&request);
+    Send(frame_bytes_);
   }
 
   void OnWriteDone(bool ok) override {
@@ -406,20 +429,29 @@ class StreamSender final
     return options;
   }
 
-  void Send(const v1::SessionRequest* request) {
+  // Sends `bytes` (copied into gRPC's buffer, so the caller may reuse
+  // them) and reads the answer.
+  void Send(const std::string& bytes) {
     pending_.store(2, std::memory_order_relaxed);
-    // Each answer is parsed into a fresh message on the arena. Reused as a
-    // plain member, a SessionResponse frees its whole frame (the oneof) on
-    // every parse and allocates it again: a thousand allocations per
-    // 100-character answer, on the cores the server needs.
+    grpc::Slice slice(bytes.data(), bytes.size());
+    request_bytes_ = grpc::ByteBuffer(&slice, 1);
+    response_bytes_.Clear();
+    start_ = Clock::now();
+    server::HandOffToGrpc(this);
+    StartRead(&response_bytes_);
+    StartWrite(&request_bytes_);
+  }
+
+  // Parses the answer just read. Each answer goes into a fresh message on
+  // the arena: reused as a plain member, a SessionResponse frees its whole
+  // frame (the oneof) on every parse and allocates it again, a thousand
+  // allocations per 100-character answer, on the cores the server needs.
+  bool ParseAnswer() {
     arena_.Reset();
     response_ =
         google::protobuf::Arena::CreateMessage<v1::SessionResponse>(&arena_);
-    v1::SessionResponse* response = response_;  // read before the hand-off
-    start_ = Clock::now();
-    server::HandOffToGrpc(this);
-    StartRead(response);
-    StartWrite(request);
+    grpc::ProtoBufferReader reader(&response_bytes_);
+    return response_->ParseFromZeroCopyStream(&reader) && reader.status().ok();
   }
 
   void Step(bool ok) {
@@ -429,14 +461,20 @@ class StreamSender final
       RemoveHold();  // OnDone follows with the status
       return;
     }
-    if (registered_ < phase_.workload.registrations.size()) {
+    if (!ParseAnswer()) {
+      // Not a SessionResponse: counted as INTERNAL, and the stream stops.
+      CountError(r_, phase_.live, grpc::StatusCode::INTERNAL);
+      Stop();
+      return;
+    }
+    if (registered_ < encoded_.registrations.size()) {
       if (const int code = RegisteredCode(*response_); code != 0) {
         CountError(r_, phase_.live, code);
         Stop();
         return;
       }
-      if (++registered_ < phase_.workload.registrations.size()) {
-        Send(&phase_.workload.registrations[registered_]);
+      if (++registered_ < encoded_.registrations.size()) {
+        Send(encoded_.registrations[registered_]);
         return;
       }
       StartPacing();
@@ -456,7 +494,10 @@ class StreamSender final
   }
 
   grpc::ClientContext context_;
-  std::vector<v1::SessionRequest> frames_;
+  const EncodedSession& encoded_;
+  std::string frame_bytes_;
+  grpc::ByteBuffer request_bytes_;
+  grpc::ByteBuffer response_bytes_;
   // The arena's first block, kept across Reset(): sized for one answer, so
   // parsing one allocates nothing.
   const size_t block_size_;
@@ -546,9 +587,16 @@ class UnarySender final : public NetworkSender {
   Clock::time_point start_;
 };
 
-void RunNetwork(const Phase& phase,
-                std::vector<std::unique_ptr<v1::PoseWire::Stub>>& stubs,
+// One stub of each kind per channel: typed for Solve, generic (bytes) for
+// Session.
+struct ChannelStubs {
+  std::unique_ptr<v1::PoseWire::Stub> typed;
+  std::unique_ptr<grpc::GenericStub> generic;
+};
+
+void RunNetwork(const Phase& phase, std::vector<ChannelStubs>& stubs,
                 std::vector<SenderResult>& results) {
+  const EncodedSession encoded(phase.workload);
   const int n = phase.config.senders;
   Latch done(n);
   std::vector<std::unique_ptr<StreamSender>> streams;
@@ -557,13 +605,13 @@ void RunNetwork(const Phase& phase,
   // way) before they are destroyed.
   Scheduler scheduler;
   for (int i = 0; i < n; ++i) {
-    v1::PoseWire::Stub& stub = *stubs[i % stubs.size()];
+    ChannelStubs& stub = stubs[i % stubs.size()];
     if (phase.config.stream) {
-      streams.push_back(std::make_unique<StreamSender>(stub, phase, scheduler,
-                                                       done, i, results[i]));
+      streams.push_back(std::make_unique<StreamSender>(
+          *stub.generic, encoded, phase, scheduler, done, i, results[i]));
     } else {
-      callers.push_back(std::make_unique<UnarySender>(stub, phase, scheduler,
-                                                      done, i, results[i]));
+      callers.push_back(std::make_unique<UnarySender>(
+          *stub.typed, phase, scheduler, done, i, results[i]));
       callers.back()->Begin();
     }
   }
@@ -908,15 +956,17 @@ int Main() {
       info->solver_threads(), w.joints);
 
   // Channels: separate connections (a local subchannel pool each).
-  std::vector<std::unique_ptr<v1::PoseWire::Stub>> stubs;
+  std::vector<ChannelStubs> stubs;
   for (int i = 0; i < c.channels; ++i) {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetMaxReceiveMessageSize(-1);
     args.SetMaxSendMessageSize(-1);
     args.SetInt("posewire.load.channel", i);
-    stubs.push_back(v1::PoseWire::NewStub(grpc::CreateCustomChannel(
-        address, grpc::InsecureChannelCredentials(), args)));
+    std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+        address, grpc::InsecureChannelCredentials(), args);
+    stubs.push_back({.typed = v1::PoseWire::NewStub(channel),
+                     .generic = std::make_unique<grpc::GenericStub>(channel)});
   }
 
   const PhaseResult network =

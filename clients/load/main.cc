@@ -672,9 +672,9 @@ class LocalStream final : public LocalSender {
 
   bool Begin() override {
     for (const v1::SessionRequest& reg : phase_.workload.registrations) {
-      response_.Clear();
-      session_.Handle(reg, &response_);
-      if (const int code = RegisteredCode(response_); code != 0) {
+      v1::SessionResponse* response = FreshResponse();
+      session_.Handle(reg, response);
+      if (const int code = RegisteredCode(*response); code != 0) {
         CountError(r_, phase_.live, code);
         return false;
       }
@@ -686,14 +686,22 @@ class LocalStream final : public LocalSender {
   int Handle(int64_t* ok_characters) override {
     v1::SessionRequest& request = frames_[sequence_ % frames_.size()];
     request.mutable_frame()->set_sequence(++sequence_);
-    response_.Clear();
-    session_.Handle(request, &response_);
-    return FrameCode(response_, ok_characters);
+    v1::SessionResponse* response = FreshResponse();
+    session_.Handle(request, response);
+    return FrameCode(*response, ok_characters);
+  }
+
+  // An empty response on an arena reset per message, as the server builds
+  // its answers (server/posewire_service.cc, MessagePair), so both sides
+  // pay the same for building them.
+  v1::SessionResponse* FreshResponse() {
+    arena_.Reset();
+    return google::protobuf::Arena::CreateMessage<v1::SessionResponse>(&arena_);
   }
 
   server::Session session_;
   std::vector<v1::SessionRequest> frames_;
-  v1::SessionResponse response_;
+  google::protobuf::Arena arena_;
   uint64_t sequence_ = 0;
 };
 

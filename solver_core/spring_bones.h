@@ -39,6 +39,7 @@
 #include <Eigen/Core>
 #include <Eigen/Geometry>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -173,6 +174,9 @@ struct SpringParticle {
   float cos_limit = -1, sin_limit = 0;  // of limit_angle; unused if 0
 };
 
+// The particles arranged for the four-lane solver (spring_bones.cc).
+struct SpringLaneLayout;
+
 // A validated rig: the particles of every chain, resolved once so a frame
 // does no name lookups and no pow().
 class SpringRig {
@@ -201,12 +205,17 @@ class SpringRig {
   absl::Span<const int> skeleton_parents() const { return skeleton_parents_; }
 
  private:
+  friend struct SpringBonesJob;
+
   SpringRigDesc desc_;
   std::vector<SpringParticle> particles_;
   std::vector<int> particle_of_joint_;
   std::vector<int> skeleton_parents_;
   float step_ = 1.0f / 60.0f;
   uint64_t fingerprint_ = 0;
+  // The particles as SIMD lanes, depth by depth, with their settings. Never
+  // changes after Create, so copies of the rig share it.
+  std::shared_ptr<const SpringLaneLayout> lanes_;
 };
 
 // Wind blowing through the chains (the seed's windSpeed * windDirection,
@@ -255,15 +264,19 @@ struct SpringBonesScratch {
   std::vector<Transform> model;
   std::vector<Eigen::Vector3f> pose_cs;
   std::vector<Eigen::Vector3f> step_pose;
-  // Animated bone vectors of the current step and their lengths.
-  std::vector<Eigen::Vector3f> pose_bone;
-  std::vector<float> pose_len;
   std::vector<Eigen::Quaternionf> rotations;
   std::vector<uint8_t> rotated;
   std::vector<PlacedCollider> colliders;
+  std::vector<LaneCollider> lane_colliders;
   std::vector<float> gusts;
-  std::vector<uint8_t> moved;
-  std::vector<Eigen::Vector3f> settled;
+  // The simulation in lanes of four particles (see SpringLaneLayout).
+  std::vector<lanes::Block3> lane_pos;
+  std::vector<lanes::Block3> lane_prev;
+  std::vector<lanes::Block3> lane_pose;
+  std::vector<lanes::Block3> lane_pose_bone;
+  std::vector<lanes::Block3> lane_settled;
+  std::vector<lanes::Block1> lane_pose_len;
+  std::vector<uint8_t> lane_moved;  // lane bits per group
 };
 
 struct SpringBonesJob {

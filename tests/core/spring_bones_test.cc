@@ -13,6 +13,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -541,6 +542,85 @@ TEST(SpringColliders, AllColliderQueriesMatchOneByOneQueries) {
   EXPECT_GT(overlapping, 0);
 }
 
+// The four-lane kernels give each lane the bits the one-point kernels give
+// (the solver relies on it for bit-identical results): a grid of points
+// around every shape, including points inside the box and on a keep-inside
+// sphere, four at a time with a different bone radius per lane.
+TEST(SpringColliders, LaneQueriesMatchOnePointQueriesBitForBit) {
+  std::vector<PlacedCollider> placed;
+  for (const ColliderCase& c : ColliderCases()) {
+    placed.push_back(PlaceCollider(c.collider, Transform::Identity(), 1.0f));
+  }
+  SpringCollider inside;
+  inside.offset.translation = Eigen::Vector3f(15, -10, 0);
+  inside.radius = 30.0f;
+  inside.keep_inside = true;
+  placed.push_back(PlaceCollider(inside, Transform::Identity(), 1.0f));
+  std::vector<LaneCollider> lane_colliders;
+  for (const PlacedCollider& c : placed) {
+    lane_colliders.push_back(SplatCollider(c));
+  }
+  const float radii[lanes::kWidth] = {0.5f, 1.0f, 0.0f, 2.5f};
+  const lanes::F4 radius = lanes::Set(radii[0], radii[1], radii[2], radii[3]);
+
+  std::vector<Eigen::Vector3f> points;
+  for (float x = -10; x <= 50; x += 2.5f) {
+    for (float y = -40; y <= 10; y += 2.5f) {
+      for (float z = -25; z <= 25; z += 5.0f) {
+        points.emplace_back(x + 0.1f * y, y, z + 0.03f * x);
+      }
+    }
+  }
+  int pushed = 0;
+  int stuck = 0;
+  for (size_t first = 0; first + lanes::kWidth <= points.size();
+       first += lanes::kWidth) {
+    lanes::Block3 block;
+    for (int k = 0; k < lanes::kWidth; ++k) {
+      lanes::Set(block, k, points[first + k]);
+    }
+    const lanes::V4 p = lanes::Load(block);
+    const lanes::F4 slop = SlopLanes(p);
+    lanes::V4 moved = p;
+    const int moved_lanes =
+        lanes::Bits(PushOutOfCollidersLanes(lane_colliders, radius, &moved));
+    const int any_lanes =
+        lanes::Bits(AnyPenetrationLanes(lane_colliders, radius, p, slop));
+    for (const bool cull : {false, true}) {
+      lanes::F4 deepest = lanes::Splat(-1.0f);
+      const lanes::F4 depth = DeepestPenetrationLanes(lane_colliders, radius, p,
+                                                      slop, cull, &deepest);
+      for (int k = 0; k < lanes::kWidth; ++k) {
+        const Eigen::Vector3f& point = points[first + k];
+        const float want_slop = 1e-6f * (1.0f + point.cwiseAbs().maxCoeff());
+        ASSERT_EQ(lanes::Lane(slop, k), want_slop);
+        int want_deepest = -1;
+        const float want = DeepestPenetration(placed, radii[k], point,
+                                              want_slop, cull, &want_deepest);
+        ASSERT_EQ(lanes::Lane(depth, k), want)
+            << point.transpose() << " cull " << cull;
+        ASSERT_EQ(static_cast<int>(lanes::Lane(deepest, k)), want_deepest);
+        stuck += want > 0.0f;
+      }
+    }
+    for (int k = 0; k < lanes::kWidth; ++k) {
+      const Eigen::Vector3f& point = points[first + k];
+      Eigen::Vector3f want = point;
+      const bool want_moved = PushOutOfColliders(placed, radii[k], &want);
+      ASSERT_EQ(((moved_lanes >> k) & 1) != 0, want_moved) << point.transpose();
+      ASSERT_EQ(lanes::Lane(moved, k), want) << point.transpose();
+      const float want_slop = 1e-6f * (1.0f + point.cwiseAbs().maxCoeff());
+      ASSERT_EQ(((any_lanes >> k) & 1) != 0,
+                AnyPenetration(placed, radii[k], point, want_slop));
+      pushed += want_moved;
+    }
+  }
+  // Both outcomes occur.
+  EXPECT_GT(pushed, 0);
+  EXPECT_LT(pushed, static_cast<int>(points.size()));
+  EXPECT_GT(stuck, 0);
+}
+
 TEST(SpringColliders, KeepInsideSphereHoldsBonesIn) {
   SpringCollider c;
   c.shape = ColliderShape::kSphere;
@@ -878,6 +958,133 @@ TEST(SpringBones, ExcludedBonesKeepTheirAnimationAndFollowTheirParent) {
   EXPECT_GT(
       (p[tail2 + 1] - p[tail2]).normalized().dot(-Eigen::Vector3f::UnitY()),
       0.5f);
+}
+
+// The solver runs four particles at a time, one per SIMD lane, level by
+// level across the chains: chains of different lengths leave lanes empty,
+// and a branch or dummy tips put a bone's parent in another lane. None of
+// that may couple the chains: each chain solved with all the others gives
+// the same bits as the chain solved alone, also while it presses on
+// colliders of every shape.
+TEST(SpringBones, ChainsSolvedTogetherMatchEachChainSolvedAlone) {
+  SkeletonDesc d;
+  d.joint_names.push_back("body");
+  d.parents.push_back(kNoParent);
+  d.rest_pose.push_back(Transform::Identity());
+  const int lengths[] = {3, 7, 2, 5, 6};
+  std::vector<std::string> roots;
+  for (int c = 0; c < 5; ++c) {
+    const float angle = 2.0f * kPi * static_cast<float>(c) / 5.0f;
+    const Eigen::Vector3f out(std::cos(angle), 0.0f, std::sin(angle));
+    int fork = -1;
+    for (int b = 0; b <= lengths[c]; ++b) {
+      const std::string name = absl::StrCat("c", c, "_", b);
+      if (b == 0) roots.push_back(name);
+      d.joint_names.push_back(name);
+      d.parents.push_back(b == 0 ? 0 : static_cast<int>(d.parents.size()) - 1);
+      Transform t;
+      t.translation =
+          b == 0 ? Eigen::Vector3f(out * 10.0f + Eigen::Vector3f(0, 30, 0))
+                 : Eigen::Vector3f(out * 0.8f + Eigen::Vector3f(0, -4, 0));
+      d.rest_pose.push_back(t);
+      if (b == 1) fork = static_cast<int>(d.parents.size()) - 1;
+    }
+    if (c == 3) {
+      // A side branch: its bones' parents sit at another lane position.
+      for (int k = 0; k < 3; ++k) {
+        d.joint_names.push_back(absl::StrCat("side", k));
+        d.parents.push_back(k == 0 ? fork
+                                   : static_cast<int>(d.parents.size()) - 1);
+        Transform t;
+        t.translation = Eigen::Vector3f(2.0f, -3.0f, 0.5f);
+        d.rest_pose.push_back(t);
+      }
+    }
+  }
+  auto created = Skeleton::Create(d);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const Skeleton skeleton = *std::move(created);
+
+  SpringCollider body;
+  body.offset.translation = Eigen::Vector3f(0, 20, 0);
+  body.radius = 9.0f;
+  SpringCollider hips;
+  hips.shape = ColliderShape::kCapsule;
+  hips.offset.translation = Eigen::Vector3f(0, 8, 0);
+  hips.axis = Eigen::Vector3f::UnitX();
+  hips.radius = 6.0f;
+  SpringCollider pack;
+  pack.shape = ColliderShape::kBox;
+  pack.offset.translation = Eigen::Vector3f(0, 20, -10);
+  pack.offset.rotation = Eigen::AngleAxisf(0.3f, Eigen::Vector3f::UnitY());
+  pack.half_extents = Eigen::Vector3f(6, 8, 3);
+  SpringCollider floor;
+  floor.shape = ColliderShape::kPlane;
+  floor.attachment = ColliderAttachment::kWorld;
+  floor.axis = Eigen::Vector3f::UnitY();
+
+  auto make_desc = [](std::vector<std::string> root_joints) {
+    SpringRigDesc desc;
+    desc.root_joints = std::move(root_joints);
+    desc.dummy_tip_length = 2.0f;
+    desc.tip_axis = SpringTipAxis::kAlongBone;
+    desc.settings.radius = 1.0f;
+    desc.settings.limit_angle_degrees = 60.0f;
+    desc.curves.stiffness = {{0.0f, 2.0f}, {1.0f, 0.5f}};
+    return desc;
+  };
+  Sim together(skeleton, make_desc(roots));
+  std::vector<std::unique_ptr<Sim>> alone;
+  for (const std::string& root : roots) {
+    alone.push_back(std::make_unique<Sim>(skeleton, make_desc({root})));
+  }
+  std::vector<Sim*> sims = {&together};
+  for (auto& sim : alone) sims.push_back(sim.get());
+  for (Sim* sim : sims) {
+    sim->forces.gravity = Gravity();
+    sim->colliders = {body, hips, pack, floor};
+  }
+
+  const LocalPose input = RestPose(skeleton);
+  for (int frame = 0; frame < 360; ++frame) {
+    // Walking a circle: the chains trail at their limits against the
+    // colliders. Some frames take several steps, some none.
+    const float t = static_cast<float>(frame) / 60.0f;
+    const float a = 2.0f * kPi * t / 4.0f;
+    Transform component;
+    component.translation =
+        Eigen::Vector3f(100.0f * std::cos(a), 0.0f, 100.0f * std::sin(a));
+    component.rotation = Eigen::AngleAxisf(-a, Eigen::Vector3f::UnitY());
+    const float dt = frame % 7 == 3 ? 2.5f / 60.0f : 1.0f / 60.0f;
+    for (Sim* sim : sims) {
+      ASSERT_TRUE(sim->Frame(input, dt, component).ok()) << "frame " << frame;
+    }
+    for (size_t c = 0; c < alone.size(); ++c) {
+      const Sim& single = *alone[c];
+      for (int i = 0; i < single.rig.num_particles(); ++i) {
+        const SpringParticle& pt = single.rig.particles()[i];
+        // The same particle in the combined rig: by joint, or for a dummy
+        // tip by its leaf.
+        const int leaf =
+            pt.joint >= 0 ? pt.joint : single.rig.particles()[pt.parent].joint;
+        int j = together.rig.ParticleOfJoint(leaf);
+        if (pt.joint < 0) {
+          const SpringParticle& leaf_pt = together.rig.particles()[j];
+          ASSERT_EQ(leaf_pt.num_children, 1);
+          j = leaf_pt.first_child;
+        }
+        ASSERT_EQ(single.state.positions[i], together.state.positions[j])
+            << "chain " << c << " particle " << i << " frame " << frame;
+        ASSERT_EQ(single.state.previous_positions[i],
+                  together.state.previous_positions[j]);
+        if (pt.joint >= 0) {
+          ASSERT_EQ(single.output[pt.joint].rotation.coeffs(),
+                    together.output[pt.joint].rotation.coeffs())
+              << "chain " << c << " joint " << pt.joint << " frame " << frame;
+        }
+      }
+    }
+  }
 }
 
 TEST(SpringBones, BranchingJointKeepsItsAnimatedRotation) {

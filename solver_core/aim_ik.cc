@@ -93,15 +93,44 @@ absl::Status Diagnose(const AimIkJob& job) {
                            skel.joint_name(job.joint));
 }
 
-// ValidateTransform's conditions as one branch-free test: quaternion_math.h's
-// SSE screen (three row loads), never laxer than ValidateTransform.
-inline bool LooksLikeValidTransform(const Transform& t) {
-  return TransformLooksValid(t);
+// The parent's model transform (or the root space): with the joint's local
+// transform, what the solve reads.
+const Transform& ParentModel(const AimIkJob& job) {
+  const int parent = job.skeleton->parent(job.joint);
+  return parent == kNoParent ? job.root : job.model.data()[parent];
+}
+
+// True when every vector and scalar parameter is finite.
+inline bool ParametersLookFinite(const AimIkJob& job) {
+#if defined(__SSE2__)
+  // x - x is 0 for finite x and NaN otherwise; the sums keep any NaN. Four
+  // lanes at a time.
+  auto nan_if_not_finite = [](__m128 v) { return _mm_sub_ps(v, v); };
+  const __m128 vectors = _mm_add_ps(
+      _mm_add_ps(nan_if_not_finite(simd::LoadVector3(job.target)),
+                 nan_if_not_finite(simd::LoadVector3(job.pole_vector))),
+      _mm_add_ps(nan_if_not_finite(simd::LoadVector3(job.forward)),
+                 nan_if_not_finite(simd::LoadVector3(job.up))));
+  const __m128 finite = _mm_add_ps(
+      _mm_add_ps(vectors, nan_if_not_finite(simd::LoadVector3(job.offset))),
+      nan_if_not_finite(_mm_setr_ps(job.twist_angle, job.weight,
+                                    job.clamp_weight, job.reach_tolerance)));
+  return _mm_movemask_ps(_mm_cmpeq_ps(finite, _mm_setzero_ps())) == 0xF;
+#else
+  const float finite =
+      (job.target - job.target).sum() +
+      (job.pole_vector - job.pole_vector).sum() +
+      (job.forward - job.forward).sum() + (job.up - job.up).sum() +
+      (job.offset - job.offset).sum() + (job.twist_angle - job.twist_angle) +
+      (job.weight - job.weight) + (job.clamp_weight - job.clamp_weight) +
+      (job.reach_tolerance - job.reach_tolerance);
+  return finite == 0.0f;
+#endif
 }
 
 // Quick screen: Diagnose's conditions without building statuses, never
-// laxer than it.
-bool LooksValid(const AimIkJob& job) {
+// laxer than it. Inline: Run inlines it and shares its loads with the solve.
+inline bool LooksValid(const AimIkJob& job) {
   if (job.skeleton == nullptr) return false;
   const Skeleton& skel = *job.skeleton;
   const size_t n = static_cast<size_t>(skel.num_joints());
@@ -114,24 +143,13 @@ bool LooksValid(const AimIkJob& job) {
       job.local.data() < job.output.data() + n) {
     return false;
   }
-  // x - x is 0 for finite x and NaN otherwise; the sum keeps any NaN.
-  const float finite =
-      (job.target - job.target).sum() +
-      (job.pole_vector - job.pole_vector).sum() +
-      (job.forward - job.forward).sum() + (job.up - job.up).sum() +
-      (job.offset - job.offset).sum() + (job.twist_angle - job.twist_angle) +
-      (job.weight - job.weight) + (job.clamp_weight - job.clamp_weight) +
-      (job.reach_tolerance - job.reach_tolerance);
-  if (finite != 0.0f || !(job.forward.squaredNorm() > 1e-12f) ||
+  if (!ParametersLookFinite(job) || !(job.forward.squaredNorm() > 1e-12f) ||
       job.clamp_smoothing < 0 ||
       job.clamp_smoothing > kMaxClampSmoothingIterations ||
       !(job.reach_tolerance >= 0.0f)) {
     return false;
   }
-  const int parent = skel.parent(job.joint);
-  return LooksLikeValidTransform(parent == kNoParent ? job.root
-                                                     : job.model[parent]) &&
-         LooksLikeValidTransform(job.local[job.joint]);
+  return TransformsLookValid({&ParentModel(job), job.local.data() + job.joint});
 }
 
 }  // namespace
@@ -142,12 +160,14 @@ absl::Status AimIkJob::Validate() const {
 }
 
 absl::Status AimIkJob::Run() const {
-  if (absl::Status s = Validate(); !s.ok()) return s;
+  // The screen inlined here (not Validate()): the solve reuses its loads.
+  if (!LooksValid(*this)) {
+    if (absl::Status s = Diagnose(*this); !s.ok()) return s;
+  }
 
-  const int parent = skeleton->parent(joint);
-  const Eigen::Quaternionf joint_local = local[joint].rotation;
-  const Transform joint_model =
-      Combine(parent == kNoParent ? root : model[parent], local[joint]);
+  const Transform& joint_tf = local.data()[joint];
+  const Eigen::Quaternionf joint_local = joint_tf.rotation;
+  const Transform joint_model = Combine(ParentModel(*this), joint_tf);
   if (output.data() != local.data()) {
     std::copy(local.begin(), local.end(), output.begin());
   }
@@ -156,22 +176,22 @@ absl::Status AimIkJob::Run() const {
   // joint, rotated by the inverse of its model rotation): the local
   // correction is then a plain rotation of joint-space vectors, after scale.
   const Eigen::Quaternionf inv = joint_model.rotation.conjugate();
-  const Eigen::Vector3f to_target = inv * (target - joint_model.translation);
-  const Eigen::Vector3f fwd = joint_model.scale.cwiseProduct(forward);
-  const Eigen::Vector3f off = joint_model.scale.cwiseProduct(offset);
+  const Vec3 scale(joint_model.scale);
+  const Vec3 to_target =
+      Rotate(inv, Vec3(target) - Vec3(joint_model.translation));
+  const Vec3 fwd = scale.cwiseProduct(Vec3(forward));
+  const Vec3 off = scale.cwiseProduct(Vec3(offset));
   const float fwd_len = fwd.norm();
   // Unit forward axis (zero when a zero scale collapsed it).
-  const Eigen::Vector3f f = fwd_len > 0.0f
-                                ? Eigen::Vector3f(fwd * (1.0f / fwd_len))
-                                : Eigen::Vector3f::Zero();
+  const Vec3 f = fwd_len > 0.0f ? fwd * (1.0f / fwd_len) : Vec3::Zero();
 
   // Reports the distance from the target to the aim ray once the joint is
   // corrected by c.
   AimIkResult res;
   auto finish = [&](const Eigen::Quaternionf& c) {
     if (result == nullptr) return absl::OkStatus();  // nobody asks
-    const Eigen::Vector3f dir = c * f;
-    const Eigen::Vector3f rel = to_target - c * off;
+    const Vec3 dir = Rotate(c, f);
+    const Vec3 rel = to_target - Rotate(c, off);
     const float along = std::max(0.0f, rel.dot(dir));
     res.error = (rel - along * dir).norm();
     res.reached = res.error <= reach_tolerance * to_target.norm();
@@ -184,11 +204,11 @@ absl::Status AimIkJob::Run() const {
     return finish(Eigen::Quaternionf::Identity());
   }
 
-  Eigen::Vector3f aim = to_target;
+  Vec3 aim = to_target;
   if (clamp_weight > 0.0f) {
-    const ClampedDirection clamped =
-        ClampDirection(to_target, f, clamp_weight, clamp_smoothing);
-    aim = clamped.direction;
+    const ClampedDirection clamped = ClampDirection(
+        to_target.ToEigen(), f.ToEigen(), clamp_weight, clamp_smoothing);
+    aim = Vec3(clamped.direction);
     res.clamped = clamped.changed;
   }
 
@@ -205,22 +225,26 @@ absl::Status AimIkJob::Run() const {
     // ever passes: no rotation aims the ray at it.
     return finish(Eigen::Quaternionf::Identity());
   }
-  const Eigen::Vector3f aimed_point =
-      off + f * (std::sqrt(r2 - across2) - along);
+  // RotationBetweenFrames needs only the direction of the aimed point. With
+  // no offset (the usual case: along and across2 are 0) that is f, ready
+  // long before the point itself (a predictable branch).
+  const Vec3 aimed_dir = along == 0.0f && across2 == 0.0f
+                             ? f
+                             : off + f * (std::sqrt(r2 - across2) - along);
   // Swing the aimed point onto the aim point and roll about the aim line so
   // that up leans toward the pole, in one frame-to-frame rotation.
-  const Eigen::Vector3f up_s = joint_model.scale.cwiseProduct(up);
-  Eigen::Quaternionf correction =
-      RotationBetweenFrames(aimed_point, up_s, aim, inv * pole_vector);
+  const Vec3 up_s = scale.cwiseProduct(Vec3(up));
+  Eigen::Quaternionf correction = RotationBetweenFrames(
+      aimed_dir, up_s, aim, Rotate(inv, Vec3(pole_vector)));
   if (twist_angle != 0.0f) {
-    const Eigen::Vector3f aim_hat = aim * (1.0f / std::sqrt(r2));
+    const Eigen::Vector3f aim_hat = (aim * (1.0f / std::sqrt(r2))).ToEigen();
     correction = Eigen::Quaternionf(Eigen::AngleAxisf(twist_angle, aim_hat)) *
                  correction;
   }
   if (w < 1.0f) {
     correction = Eigen::Quaternionf::Identity().slerp(w, correction);
   }
-  output[joint].rotation = joint_local * correction;
+  output.data()[joint].rotation = joint_local * correction;
   res.iterations = 1;
   return finish(correction);
 }

@@ -23,6 +23,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "solver_core/quaternion_math.h"
+
 namespace posewire {
 
 // Smoothing passes beyond this change the result by less than float
@@ -138,6 +140,10 @@ Eigen::Quaternionf RotationBetweenFrames(const Eigen::Vector3f& from,
                                          const Eigen::Vector3f& to,
                                          const Eigen::Vector3f& to_ref,
                                          float min_sin2 = 1e-10f);
+// The same on Vec3 values (quaternion_math.h), for the analytic solvers,
+// whose vectors already live in SIMD registers.
+Eigen::Quaternionf RotationBetweenFrames(Vec3 from, Vec3 from_ref, Vec3 to,
+                                         Vec3 to_ref, float min_sin2 = 1e-10f);
 
 // Rotation about the unit `axis` that turns the part of `from` perpendicular
 // to `axis` onto the part of `to` perpendicular to it. Identity when either

@@ -240,28 +240,65 @@ class DeferredNormalizer {
   int count_ = 0;
 };
 
-// TransformLooksValid for a whole pose, without a branch per transform.
-// Translations and scales are summed: a NaN or infinity anywhere leaves the
-// sum non-finite (a sum that overflows only sends the pose to the detailed
-// check, which decides). Only lanes x, y, z of the sum are read, so the
-// padding lanes need no masking in the loop. Squared rotation norms are
-// computed four at a time (squares, then a transpose-and-add) and compared with
-// "not within bounds", which a NaN also satisfies.
+#if defined(__SSE2__)
+namespace simd {
+// The screen PoseLooksValid and TransformsLookValid run, one transform (or
+// four rotation norms) at a time. Translations and scales are summed: a NaN
+// or infinity anywhere leaves the sum non-finite (a sum that overflows only
+// sends the pose to the detailed check, which decides). Only lanes x, y, z
+// of the sum are read, so the padding lanes need no masking on the way.
+// Squared rotation norms are compared with "not within bounds", which a NaN
+// also satisfies.
+class TransformScreen {
+ public:
+  // Adds the translation and scale rows of the transform at `p`.
+  void AddTranslationAndScale(const float* p) {
+    sum_ = _mm_add_ps(sum_, _mm_add_ps(_mm_loadu_ps(p), _mm_loadu_ps(p + 8)));
+  }
+  // Checks squared rotation norms, one per lane.
+  void AddSquaredNorms(__m128 n2) {
+    bad_ = _mm_or_ps(
+        bad_, _mm_or_ps(_mm_cmpnge_ps(n2, _mm_set1_ps(kScreenMinSquaredNorm)),
+                        _mm_cmpnle_ps(n2, _mm_set1_ps(kScreenMaxSquaredNorm))));
+  }
+  // The whole transform at `p`.
+  void Add(const float* p) {
+    AddTranslationAndScale(p);
+    const __m128 q = _mm_loadu_ps(p + 4);
+    AddSquaredNorms(Dot4(q, q));
+  }
+  bool Passed() const {
+    // The padding lane is cleared here (it summed whatever the padding
+    // held; tools that track uninitialised bytes then see defined lanes).
+    const __m128 sum =
+        _mm_and_ps(sum_, _mm_castsi128_ps(_mm_set_epi32(0, -1, -1, -1)));
+    return _mm_movemask_ps(
+               _mm_cmpeq_ps(_mm_sub_ps(sum, sum), _mm_setzero_ps())) == 0xF &&
+           _mm_movemask_ps(bad_) == 0;
+  }
+
+ private:
+  __m128 sum_ = _mm_setzero_ps();
+  __m128 bad_ = _mm_setzero_ps();
+};
+}  // namespace simd
+#endif
+
+// TransformLooksValid for a whole pose, without a branch per transform
+// (simd::TransformScreen); squared rotation norms are computed four at a
+// time (squares, then a transpose-and-add).
 inline bool PoseLooksValid(absl::Span<const Transform> pose) {
 #if defined(__SSE2__)
   if constexpr (kSimdTransformLayout) {
     const float* p = reinterpret_cast<const float*>(pose.data());
     const size_t n = pose.size();
-    __m128 sum = _mm_setzero_ps();
-    __m128 bad = _mm_setzero_ps();
-    const __m128 lo = _mm_set1_ps(kScreenMinSquaredNorm);
-    const __m128 hi = _mm_set1_ps(kScreenMaxSquaredNorm);
+    simd::TransformScreen screen;
     size_t i = 0;
     for (; i + 4 <= n; i += 4, p += 48) {
       __m128 sq[4];
       for (int k = 0; k < 4; ++k) {
         const float* t = p + 12 * k;
-        sum = _mm_add_ps(sum, _mm_add_ps(_mm_loadu_ps(t), _mm_loadu_ps(t + 8)));
+        screen.AddTranslationAndScale(t);
         const __m128 q = _mm_loadu_ps(t + 4);
         sq[k] = _mm_mul_ps(q, q);
       }
@@ -269,24 +306,11 @@ inline bool PoseLooksValid(absl::Span<const Transform> pose) {
                                     _mm_unpackhi_ps(sq[0], sq[1]));
       const __m128 s23 = _mm_add_ps(_mm_unpacklo_ps(sq[2], sq[3]),
                                     _mm_unpackhi_ps(sq[2], sq[3]));
-      const __m128 n2 =
-          _mm_add_ps(_mm_movelh_ps(s01, s23), _mm_movehl_ps(s23, s01));
-      bad = _mm_or_ps(bad,
-                      _mm_or_ps(_mm_cmpnge_ps(n2, lo), _mm_cmpnle_ps(n2, hi)));
+      screen.AddSquaredNorms(
+          _mm_add_ps(_mm_movelh_ps(s01, s23), _mm_movehl_ps(s23, s01)));
     }
-    for (; i < n; ++i, p += 12) {
-      sum = _mm_add_ps(sum, _mm_add_ps(_mm_loadu_ps(p), _mm_loadu_ps(p + 8)));
-      const __m128 q = _mm_loadu_ps(p + 4);
-      const __m128 n2 = simd::Dot4(q, q);
-      bad = _mm_or_ps(bad,
-                      _mm_or_ps(_mm_cmpnge_ps(n2, lo), _mm_cmpnle_ps(n2, hi)));
-    }
-    // The padding lane is cleared once here (it summed whatever the padding
-    // held; tools that track uninitialised bytes then see defined lanes).
-    sum = _mm_and_ps(sum, _mm_castsi128_ps(_mm_set_epi32(0, -1, -1, -1)));
-    return _mm_movemask_ps(
-               _mm_cmpeq_ps(_mm_sub_ps(sum, sum), _mm_setzero_ps())) == 0xF &&
-           _mm_movemask_ps(bad) == 0;
+    for (; i < n; ++i, p += 12) screen.Add(p);
+    return screen.Passed();
   }
 #endif
   for (const Transform& t : pose) {
@@ -313,6 +337,136 @@ inline absl::Status CheckPose(const Skeleton& skeleton,
   }
   return absl::OkStatus();
 }
+
+#if defined(__SSE2__)
+// 3-vectors in SSE registers, for the analytic IK solvers (two-bone, aim):
+// lanes x, y, z, lane 3 zero. Each helper performs the operations of Eigen's
+// scalar code on a Vector3f in the same order, so the SIMD solvers keep the
+// bits of the scalar formulas they replace. Cross products and rotations by
+// a quaternion are transform.h's CrossRows and RotateRow (Eigen's form too).
+namespace simd {
+
+// Reads exactly the 12 bytes of `v` (a 16-byte load could run past the end of
+// the object). x and y come in through _mm_loadl_epi64, whose pointer type
+// may alias the floats (_mm_load_sd would read them as a double, which the
+// optimiser may then move across stores to the vector).
+inline __m128 LoadVector3(const Eigen::Vector3f& v) {
+  const __m128 xy = _mm_castsi128_ps(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(v.data())));
+  return _mm_movelh_ps(xy, _mm_load_ss(v.data() + 2));
+}
+
+inline Eigen::Vector3f ToVector3(__m128 v) {
+  alignas(16) float f[4];
+  _mm_store_ps(f, v);
+  return Eigen::Vector3f(f[0], f[1], f[2]);
+}
+
+template <int kLane>
+inline __m128 Splat(__m128 v) {
+  return _mm_shuffle_ps(v, v, _MM_SHUFFLE(kLane, kLane, kLane, kLane));
+}
+
+// a.b in lane 0 (the other lanes hold partial sums), summed as x + (y + z):
+// the order of Eigen's dot() and squaredNorm() on a Vector3f.
+inline __m128 Dot3(__m128 a, __m128 b) {
+  const __m128 m = _mm_mul_ps(a, b);
+  return _mm_add_ss(m, _mm_add_ss(Splat<1>(m), _mm_movehl_ps(m, m)));
+}
+
+}  // namespace simd
+#endif
+
+// TransformLooksValid for several transforms at once (the few a solver reads,
+// wherever they are), with one branch: PoseLooksValid's test on a list of
+// pointers.
+template <size_t N>
+inline bool TransformsLookValid(const Transform* const (&t)[N]) {
+#if defined(__SSE2__)
+  if constexpr (kSimdTransformLayout) {
+    simd::TransformScreen screen;
+    for (size_t i = 0; i < N; ++i) {
+      screen.Add(reinterpret_cast<const float*>(t[i]));
+    }
+    return screen.Passed();
+  }
+#endif
+  for (const Transform* x : t) {
+    if (!TransformLooksValid(*x)) return false;
+  }
+  return true;
+}
+
+// A 3-vector for the analytic IK solvers' arithmetic: with SSE2 one register
+// (lanes x, y, z, lane 3 zero), otherwise an Eigen::Vector3f. Every operation
+// is Eigen's on a Vector3f in the same order (dot products and squared norms
+// summed x + (y + z), Eigen's cross product and quaternion rotation), so code
+// written with Vec3 gives the bits of the same code written with Vector3f,
+// in far fewer instructions than Eigen's scalar code for 3-vectors.
+class Vec3 {
+ public:
+  Vec3() = default;
+  static Vec3 Zero() { return Vec3(); }
+
+#if defined(__SSE2__)
+  explicit Vec3(const Eigen::Vector3f& v) : v_(simd::LoadVector3(v)) {}
+  explicit Vec3(__m128 v) : v_(v) {}
+  __m128 m128() const { return v_; }
+  Eigen::Vector3f ToEigen() const { return simd::ToVector3(v_); }
+
+  friend Vec3 operator+(Vec3 a, Vec3 b) { return Vec3(_mm_add_ps(a.v_, b.v_)); }
+  friend Vec3 operator-(Vec3 a, Vec3 b) { return Vec3(_mm_sub_ps(a.v_, b.v_)); }
+  friend Vec3 operator-(Vec3 a) {
+    return Vec3(_mm_xor_ps(a.v_, _mm_set_ps(0.0f, -0.0f, -0.0f, -0.0f)));
+  }
+  friend Vec3 operator*(Vec3 a, float s) {
+    return Vec3(_mm_mul_ps(a.v_, _mm_set1_ps(s)));
+  }
+  friend Vec3 operator*(float s, Vec3 a) { return a * s; }
+  friend Vec3 operator/(Vec3 a, float s) {
+    // Lane 3 stays 0 (0 / s) for any non-zero s; callers never divide by 0.
+    return Vec3(_mm_div_ps(a.v_, _mm_set1_ps(s)));
+  }
+  float dot(Vec3 b) const { return _mm_cvtss_f32(simd::Dot3(v_, b.v_)); }
+  float squaredNorm() const { return dot(*this); }
+  // IEEE square root without std::sqrt's errno branch (a squared norm is
+  // never negative): the same bits.
+  float norm() const { return _mm_cvtss_f32(_mm_sqrt_ss(simd::Dot3(v_, v_))); }
+  Vec3 cross(Vec3 b) const {
+    return Vec3(transform_internal::CrossRows(v_, b.v_));
+  }
+  Vec3 cwiseProduct(Vec3 b) const { return Vec3(_mm_mul_ps(v_, b.v_)); }
+  // Eigen's q * v for a unit quaternion q.
+  friend Vec3 Rotate(const Eigen::Quaternionf& q, Vec3 v) {
+    return Vec3(
+        transform_internal::RotateRow(_mm_loadu_ps(q.coeffs().data()), v.v_));
+  }
+
+ private:
+  __m128 v_ = _mm_setzero_ps();
+#else
+  explicit Vec3(const Eigen::Vector3f& v) : v_(v) {}
+  Eigen::Vector3f ToEigen() const { return v_; }
+
+  friend Vec3 operator+(Vec3 a, Vec3 b) { return Vec3(a.v_ + b.v_); }
+  friend Vec3 operator-(Vec3 a, Vec3 b) { return Vec3(a.v_ - b.v_); }
+  friend Vec3 operator-(Vec3 a) { return Vec3(-a.v_); }
+  friend Vec3 operator*(Vec3 a, float s) { return Vec3(a.v_ * s); }
+  friend Vec3 operator*(float s, Vec3 a) { return Vec3(s * a.v_); }
+  friend Vec3 operator/(Vec3 a, float s) { return Vec3(a.v_ / s); }
+  float dot(Vec3 b) const { return v_.dot(b.v_); }
+  float squaredNorm() const { return v_.squaredNorm(); }
+  float norm() const { return v_.norm(); }
+  Vec3 cross(Vec3 b) const { return Vec3(v_.cross(b.v_)); }
+  Vec3 cwiseProduct(Vec3 b) const { return Vec3(v_.cwiseProduct(b.v_)); }
+  friend Vec3 Rotate(const Eigen::Quaternionf& q, Vec3 v) {
+    return Vec3(q * v.v_);
+  }
+
+ private:
+  Eigen::Vector3f v_ = Eigen::Vector3f::Zero();
+#endif
+};
 
 }  // namespace posewire
 

@@ -79,12 +79,6 @@ constexpr float kMaxUnitNorm2 =
     (1.0f + kUnitQuaternionTolerance) * (1.0f + kUnitQuaternionTolerance) -
     1e-6f;
 
-// ValidateTransform's conditions as one branch-free test: quaternion_math.h's
-// SSE screen (three row loads), never laxer than ValidateTransform.
-inline bool LooksLikeValidTransform(const Transform& t) {
-  return TransformLooksValid(t);
-}
-
 // The detailed check, with the messages. Validate() runs it only when the
 // quick screen below finds a problem (or a value on a boundary).
 absl::Status Diagnose(const TwoBoneIkJob& job) {
@@ -207,31 +201,55 @@ absl::Status Diagnose(const TwoBoneIkJob& job) {
   return status;
 }
 
-// Quick screen: the same conditions as Diagnose without building statuses,
-// made slightly stricter where Diagnose compares floats against a bound, so
-// that it never accepts what Diagnose would reject.
-bool LooksValid(const TwoBoneIkJob& job) {
-  if (job.skeleton == nullptr) return false;
+// The chain's joints and the transforms the solve reads. `direct`: each joint
+// is the parent of the next (no twist bones in between), the common case,
+// which needs no walk along the path.
+struct ChainView {
+  const Transform* parent_model;
+  const Transform* start;
+  const Transform* mid;
+  const Transform* end;
+  bool direct;
+};
+
+ChainView ViewChain(const TwoBoneIkJob& job) {
   const Skeleton& skel = *job.skeleton;
-  const size_t n = static_cast<size_t>(skel.num_joints());
-  if (job.local.size() != n || job.model.size() != n ||
-      job.output.size() != n) {
-    return false;
+  const int parent = skel.parent(job.start_joint);
+  const Transform* local = job.local.data();
+  return {parent == kNoParent ? &job.root : job.model.data() + parent,
+          local + job.start_joint, local + job.mid_joint, local + job.end_joint,
+          skel.parent(job.mid_joint) == job.start_joint &&
+              skel.parent(job.end_joint) == job.mid_joint};
+}
+
+// True when every vector and scalar parameter is finite (and the end
+// rotation, if any, of unit length within the screen's bounds).
+inline bool ParametersLookFinite(const TwoBoneIkJob& job) {
+#if defined(__SSE2__)
+  // x - x is 0 for finite x and NaN otherwise; the sums keep any NaN. Four
+  // lanes at a time.
+  auto nan_if_not_finite = [](__m128 v) { return _mm_sub_ps(v, v); };
+  __m128 finite = _mm_add_ps(
+      _mm_add_ps(nan_if_not_finite(simd::LoadVector3(job.target)),
+                 nan_if_not_finite(simd::LoadVector3(job.pole_vector))),
+      _mm_add_ps(nan_if_not_finite(simd::LoadVector3(job.mid_axis)),
+                 nan_if_not_finite(_mm_setr_ps(job.twist_angle, job.weight,
+                                               job.end_rotation_weight,
+                                               job.max_stretch))));
+  finite =
+      _mm_add_ss(finite, nan_if_not_finite(_mm_set_ss(job.reach_tolerance)));
+  if (job.bend_goal.has_value()) {
+    finite = _mm_add_ps(finite,
+                        nan_if_not_finite(simd::LoadVector3(*job.bend_goal)));
   }
-  if (job.output.data() != job.local.data() &&
-      job.output.data() < job.local.data() + n &&
-      job.local.data() < job.output.data() + n) {
-    return false;
+  if (job.end_rotation.has_value()) {
+    const __m128 q = _mm_loadu_ps(job.end_rotation->coeffs().data());
+    finite = _mm_add_ps(finite, nan_if_not_finite(q));
+    const float n2 = _mm_cvtss_f32(simd::Dot4(q, q));
+    if (!(n2 >= kMinUnitNorm2 && n2 <= kMaxUnitNorm2)) return false;
   }
-  if (static_cast<size_t>(job.start_joint) >= n ||
-      static_cast<size_t>(job.mid_joint) >= n ||
-      static_cast<size_t>(job.end_joint) >= n ||
-      job.mid_joint == job.start_joint || job.end_joint == job.mid_joint ||
-      !skel.IsInSubtree(job.start_joint, job.mid_joint) ||
-      !skel.IsInSubtree(job.mid_joint, job.end_joint)) {
-    return false;
-  }
-  // x - x is 0 for finite x and NaN otherwise; the sum keeps any NaN.
+  return _mm_movemask_ps(_mm_cmpeq_ps(finite, _mm_setzero_ps())) == 0xF;
+#else
   float finite = (job.target - job.target).sum() +
                  (job.pole_vector - job.pole_vector).sum() +
                  (job.mid_axis - job.mid_axis).sum() +
@@ -249,23 +267,102 @@ bool LooksValid(const TwoBoneIkJob& job) {
     const float n2 = q.squaredNorm();
     if (!(n2 >= kMinUnitNorm2 && n2 <= kMaxUnitNorm2)) return false;
   }
-  if (finite != 0.0f) return false;
+  return finite == 0.0f;
+#endif
+}
+
+// Quick screen: the same conditions as Diagnose without building statuses,
+// made slightly stricter where Diagnose compares floats against a bound, so
+// that it never accepts what Diagnose would reject. Inline: Run inlines it
+// and shares its loads with the solve.
+inline bool LooksValid(const TwoBoneIkJob& job) {
+  if (job.skeleton == nullptr) return false;
+  const Skeleton& skel = *job.skeleton;
+  const size_t n = static_cast<size_t>(skel.num_joints());
+  if (job.local.size() != n || job.model.size() != n ||
+      job.output.size() != n) {
+    return false;
+  }
+  if (job.output.data() != job.local.data() &&
+      job.output.data() < job.local.data() + n &&
+      job.local.data() < job.output.data() + n) {
+    return false;
+  }
+  if (static_cast<size_t>(job.start_joint) >= n ||
+      static_cast<size_t>(job.mid_joint) >= n ||
+      static_cast<size_t>(job.end_joint) >= n) {
+    return false;
+  }
+  const ChainView chain = ViewChain(job);
+  if (!chain.direct &&
+      (job.mid_joint == job.start_joint || job.end_joint == job.mid_joint ||
+       !skel.IsInSubtree(job.start_joint, job.mid_joint) ||
+       !skel.IsInSubtree(job.mid_joint, job.end_joint))) {
+    return false;
+  }
+  if (!ParametersLookFinite(job)) return false;
   if (!(job.mid_axis.squaredNorm() > 1e-12f) || !(job.soften >= 0.0f) ||
       !(job.soften <= 1.0f) || !(job.max_stretch >= 1.0f) ||
       !(job.reach_tolerance >= 0.0f)) {
     return false;
   }
-  const int parent = skel.parent(job.start_joint);
-  if (!LooksLikeValidTransform(parent == kNoParent ? job.root
-                                                   : job.model[parent]) ||
-      !LooksLikeValidTransform(job.local[job.start_joint])) {
+  if (!TransformsLookValid(
+          {chain.parent_model, chain.start, chain.mid, chain.end})) {
     return false;
   }
+  if (chain.direct) return true;
+  // Twist bones between start and mid or mid and end: they are read too.
   bool ok = true;
   ForEachBelowOnPath(skel, job.start_joint, job.end_joint, [&](int j) {
-    ok = ok && LooksLikeValidTransform(job.local[j]);
+    ok = ok && TransformLooksValid(job.local[j]);
   });
   return ok;
+}
+
+// The limb below the start joint in the start joint's rotation frame (see
+// Run): the bones as vectors and the rotations of the mid joint relative to
+// the start joint and of the end joint relative to the mid joint. None of it
+// depends on the start joint's rotation, which is what the solve changes.
+struct LimbFrame {
+  Vec3 bone1;  // start to mid
+  Vec3 bone2;  // mid to end
+  Eigen::Quaternionf start_to_mid;
+  Eigen::Quaternionf mid_to_end;
+};
+
+// `start_scale`: the start joint's model-space scale.
+LimbFrame ComposeLimb(const TwoBoneIkJob& job, const ChainView& chain,
+                      const Eigen::Vector3f& start_scale) {
+  LimbFrame limb;
+  if (chain.direct) {
+    // Each joint the child of the previous one: the composition written out,
+    // each bone taken straight from its own joint's transform. (Combine from
+    // the start frame would rotate by the identity and take bone 2 as a
+    // difference of positions: more work on the solve's critical path, and
+    // rounding.)
+    const Vec3 scale(start_scale);
+    limb.bone1 = scale.cwiseProduct(Vec3(chain.mid->translation));
+    limb.start_to_mid = chain.mid->rotation;
+    const Vec3 mid_scale = scale.cwiseProduct(Vec3(chain.mid->scale));
+    limb.bone2 = Rotate(limb.start_to_mid,
+                        mid_scale.cwiseProduct(Vec3(chain.end->translation)));
+    limb.mid_to_end = chain.end->rotation;
+    return limb;
+  }
+  // Twist bones in between: Combine along the path, from a transform with no
+  // rotation and the start joint's scale.
+  Transform cursor;
+  cursor.scale = start_scale;
+  Transform mid_frame;
+  ForEachBelowOnPath(*job.skeleton, job.start_joint, job.end_joint, [&](int j) {
+    CombineTo(cursor, job.local[j], &cursor);
+    if (j == job.mid_joint) mid_frame = cursor;
+  });
+  limb.bone1 = Vec3(mid_frame.translation);
+  limb.bone2 = Vec3(cursor.translation) - limb.bone1;
+  limb.start_to_mid = mid_frame.rotation;
+  limb.mid_to_end = mid_frame.rotation.conjugate() * cursor.rotation;
+  return limb;
 }
 
 }  // namespace
@@ -276,39 +373,31 @@ absl::Status TwoBoneIkJob::Validate() const {
 }
 
 absl::Status TwoBoneIkJob::Run() const {
-  if (absl::Status s = Validate(); !s.ok()) return s;
+  // The screen inlined here (not Validate()): the solve reuses its loads.
+  if (!LooksValid(*this)) {
+    if (absl::Status s = Diagnose(*this); !s.ok()) return s;
+  }
 
   const Skeleton& skel = *skeleton;
+  const ChainView chain = ViewChain(*this);
   // Read everything from `local` before writing: `output` may alias it.
-  const Eigen::Quaternionf start_local = local[start_joint].rotation;
-  const Eigen::Quaternionf mid_local = local[mid_joint].rotation;
-  const Eigen::Quaternionf end_local = local[end_joint].rotation;
+  const Eigen::Quaternionf start_local = chain.start->rotation;
+  const Eigen::Quaternionf mid_local = chain.mid->rotation;
+  const Eigen::Quaternionf end_local = chain.end->rotation;
 
   // The start joint's model position and rotation, from its parent's.
-  const int parent = skel.parent(start_joint);
-  const Transform& parent_model = parent == kNoParent ? root : model[parent];
-  const Transform& start_tf = local[start_joint];
-  const Eigen::Vector3f a_pos =
-      parent_model.TransformPoint(start_tf.translation);
-  const Eigen::Quaternionf start_rotation =
-      parent_model.rotation * start_tf.rotation;
+  const Transform& parent_model = *chain.parent_model;
+  const Transform& start_tf = *chain.start;
+  Transform start_model;
+  CombineTo(parent_model, start_tf, &start_model);
+  const Vec3 a_pos(start_model.translation);
+  const Eigen::Quaternionf& start_rotation = start_model.rotation;
 
   // Everything below is expressed in the start joint's rotation frame
   // (model-space vectors rotated by the inverse of its model rotation, origin
   // on the start joint), where the start joint's local correction is a plain
-  // left-multiplied rotation. The chain below the start joint is composed
-  // directly in that frame: from a transform with no rotation and the start
-  // joint's model scale, Combine yields each joint's position and rotation
-  // relative to the start joint's. They do not depend on the start joint's
-  // rotation, which is what the solve changes.
-  Transform cursor;
-  cursor.scale = parent_model.scale.cwiseProduct(start_tf.scale);
-  Transform mid_frame;
-  ForEachBelowOnPath(skel, start_joint, end_joint, [&](int j) {
-    cursor = Combine(cursor, local[j]);
-    if (j == mid_joint) mid_frame = cursor;
-  });
-  const Transform& end_frame = cursor;
+  // left-multiplied rotation.
+  const LimbFrame limb = ComposeLimb(*this, chain, start_model.scale);
 
   if (output.data() != local.data()) {
     std::copy(local.begin(), local.end(), output.begin());
@@ -316,11 +405,10 @@ absl::Status TwoBoneIkJob::Run() const {
 
   const float w = std::clamp(weight, 0.0f, 1.0f);
   const Eigen::Quaternionf inv_start = start_rotation.conjugate();
-  // The mid joint's rotation relative to the start joint's.
-  const Eigen::Quaternionf& start_to_mid = mid_frame.rotation;
-  const Eigen::Vector3f& bone1 = mid_frame.translation;
-  const Eigen::Vector3f bone2 = end_frame.translation - mid_frame.translation;
-  const Eigen::Vector3f to_target = inv_start * (target - a_pos);
+  const Eigen::Quaternionf& start_to_mid = limb.start_to_mid;
+  const Vec3& bone1 = limb.bone1;
+  const Vec3& bone2 = limb.bone2;
+  const Vec3 to_target = Rotate(inv_start, Vec3(target) - a_pos);
   const float l1 = bone1.norm();
   const float l2 = bone2.norm();
   const float chain_length = l1 + l2;
@@ -356,8 +444,8 @@ absl::Status TwoBoneIkJob::Run() const {
       reach = std::min(d, available * stretch_ratio);
     }
   }
-  const Eigen::Vector3f b1 = bone1 * stretch_ratio;
-  const Eigen::Vector3f b2 = bone2 * stretch_ratio;
+  const Vec3 b1 = bone1 * stretch_ratio;
+  const Vec3 b2 = bone2 * stretch_ratio;
 
   // 2. Mid joint: turn bone 2 about the hinge axis u until the start-to-end
   // distance is `reach`. With a = start - mid and p(phi) bone 2 turned by
@@ -367,37 +455,49 @@ absl::Status TwoBoneIkJob::Run() const {
   // the one where turning further about u opens the limb (ozz's convention
   // for mid_axis). Out-of-range K (unreachable, or closer than the bones
   // allow) clamps to straight or folded.
-  const float axis_len2 = mid_axis.squaredNorm();
-  const Eigen::Vector3f axis =
-      axis_len2 == 1.0f ? mid_axis
-                        : Eigen::Vector3f(mid_axis / std::sqrt(axis_len2));
-  const Eigen::Vector3f u = start_to_mid * axis;
-  const Eigen::Vector3f a = -b1;
+  const Vec3 mid_axis_v(mid_axis);
+  const float axis_len2 = mid_axis_v.squaredNorm();
+  const Vec3 axis =
+      axis_len2 == 1.0f ? mid_axis_v : mid_axis_v / std::sqrt(axis_len2);
+  const Vec3 u = Rotate(start_to_mid, axis);
+  const Vec3 a = -b1;
   const float k_target =
       0.5f * (b1.squaredNorm() + b2.squaredNorm() - reach * reach);
-  const Eigen::Vector3f p_par = b2.dot(u) * u;
-  const Eigen::Vector3f p_perp = b2 - p_par;
-  const Eigen::Vector3f u_x_p = u.cross(p_perp);
+  const Vec3 p_par = b2.dot(u) * u;
+  const Vec3 p_perp = b2 - p_par;
+  const Vec3 u_x_p = u.cross(p_perp);
   const float c0 = a.dot(p_par);
   const float x = a.dot(p_perp);
   const float y = a.dot(u_x_p);
-  const float r = std::sqrt(x * x + y * y);
+  const float r2 = x * x + y * y;
+  const float r = std::sqrt(r2);
   Eigen::Quaternionf hinge = Eigen::Quaternionf::Identity();
-  Eigen::Vector3f p = b2;
+  Vec3 p = b2;
   // r vanishes when a bone has no length or lies along the axis: the hinge
   // then cannot change the reach, so it stays as it is.
   if (r > 1e-6f * (l1 * l2 * stretch_ratio * stretch_ratio)) {
-    const float inv_r = 1.0f / r;
-    const float cos_delta = std::clamp((k_target - c0) * inv_r, -1.0f, 1.0f);
-    const float sin_delta = std::sqrt(1.0f - cos_delta * cos_delta);
-    // cos(phi0 + delta) and sin(phi0 + delta), with cos(phi0) = x / r and
-    // sin(phi0) = y / r.
-    const float cos_phi = (x * cos_delta - y * sin_delta) * inv_r;
-    const float sin_phi = (y * cos_delta + x * sin_delta) * inv_r;
-    hinge = AxisRotationFromUnitCosSin(axis, cos_phi, sin_phi);
+    // r cos(delta) and r sin(delta), clamped to straight or folded when K is
+    // out of range. Not normalised by r first: r sin(delta) needs one square
+    // root, of (r - r cos) (r + r cos), which keeps its precision near the
+    // limb's full extension, and no division on the way to the end joint.
+    float rc = k_target - c0;
+    float rs = 0.0f;
+    if (rc >= r) {
+      rc = r;
+    } else if (rc <= -r) {
+      rc = -r;
+    } else {
+      rs = std::sqrt((r - rc) * (r + rc));
+    }
+    // cos(phi0 + delta) and sin(phi0 + delta), with r cos(phi0) = x and
+    // r sin(phi0) = y.
+    const float inv_r2 = 1.0f / r2;
+    const float cos_phi = (x * rc - y * rs) * inv_r2;
+    const float sin_phi = (y * rc + x * rs) * inv_r2;
+    hinge = AxisRotationFromUnitCosSin(axis.ToEigen(), cos_phi, sin_phi);
     p = p_par + cos_phi * p_perp + sin_phi * u_x_p;
   }
-  const Eigen::Vector3f start_to_end = b1 + p;
+  const Vec3 start_to_end = b1 + p;
 
   // 3. Start joint: swing the limb onto the target line and roll it about
   // that line to put the mid joint on the pole's side (one frame-to-frame
@@ -406,23 +506,24 @@ absl::Status TwoBoneIkJob::Run() const {
   if (d > 0.0f) {
     // A (nearly) straight limb has no mid joint offset to roll toward the
     // pole; the plane perpendicular to the hinge axis stands in for it, the
-    // limit of the offset's direction as the limb straightens.
+    // limit of the offset's direction as the limb straightens. (The offset
+    // is projected here although RotationBetweenFrames projects again: one
+    // projection of b1, mostly along the limb, leaves a rounding error
+    // along it that is large next to a small offset; the second removes it.)
     const float v2 = start_to_end.squaredNorm();
-    const Eigen::Vector3f mid_off =
-        v2 > 0.0f
-            ? Eigen::Vector3f(b1 - (b1.dot(start_to_end) / v2) * start_to_end)
-            : b1;
-    const Eigen::Vector3f bend_ref =
-        mid_off.squaredNorm() > 1e-6f * b1.squaredNorm()
-            ? mid_off
-            : Eigen::Vector3f(u.cross(start_to_end));
-    const Eigen::Vector3f pole_dir =
-        inv_start * (bend_goal.has_value() ? Eigen::Vector3f(*bend_goal - a_pos)
-                                           : pole_vector);
+    const Vec3 mid_off =
+        v2 > 0.0f ? b1 - (b1.dot(start_to_end) * (1.0f / v2)) * start_to_end
+                  : b1;
+    const Vec3 bend_ref = mid_off.squaredNorm() > 1e-6f * b1.squaredNorm()
+                              ? mid_off
+                              : u.cross(start_to_end);
+    const Vec3 pole_dir =
+        Rotate(inv_start, bend_goal.has_value() ? Vec3(*bend_goal) - a_pos
+                                                : Vec3(pole_vector));
     correction =
         RotationBetweenFrames(start_to_end, bend_ref, to_target, pole_dir);
     if (twist_angle != 0.0f) {
-      const Eigen::Vector3f t_hat = to_target * (1.0f / d);
+      const Eigen::Vector3f t_hat = (to_target * (1.0f / d)).ToEigen();
       correction = Eigen::Quaternionf(Eigen::AngleAxisf(twist_angle, t_hat)) *
                    correction;
     }
@@ -435,11 +536,12 @@ absl::Status TwoBoneIkJob::Run() const {
     hinge = PartialRotation(hinge, w);
     applied_stretch = 1.0f + (stretch_ratio - 1.0f) * w;
   }
-  output[start_joint].rotation = start_local * correction;
-  output[mid_joint].rotation = mid_local * hinge;
+  Transform* out = output.data();
+  out[start_joint].rotation = start_local * correction;
+  out[mid_joint].rotation = mid_local * hinge;
   if (applied_stretch != 1.0f) {
     ForEachBelowOnPath(skel, start_joint, end_joint, [&](int j) {
-      output[j].translation = local[j].translation * applied_stretch;
+      out[j].translation = local[j].translation * applied_stretch;
     });
   }
   if (end_rotation.has_value()) {
@@ -447,26 +549,25 @@ absl::Status TwoBoneIkJob::Run() const {
     if (ew > 0.0f) {
       // End's model rotation after the solve: its rotation relative to the
       // mid joint is unchanged.
-      const Eigen::Quaternionf mid_to_end =
-          mid_frame.rotation.conjugate() * end_frame.rotation;
       const Eigen::Quaternionf end_solved =
-          start_rotation * correction * start_to_mid * hinge * mid_to_end;
+          start_rotation * correction * start_to_mid * hinge * limb.mid_to_end;
       const Eigen::Quaternionf delta =
           end_solved.conjugate() * end_rotation->normalized();
-      output[end_joint].rotation =
+      out[end_joint].rotation =
           end_local * (ew < 1.0f ? PartialRotation(delta, ew) : delta);
     }
   }
 
   // 5. Where the end joint landed, for the result (skipped when nobody asks).
   if (result == nullptr) return absl::OkStatus();
-  Eigen::Vector3f end_s;
+  Vec3 end_s;
   if (w == 1.0f) {
-    end_s = correction * start_to_end;
+    end_s = Rotate(correction, start_to_end);
   } else {
     const Eigen::Quaternionf hinge_s =
         start_to_mid * hinge * start_to_mid.conjugate();
-    end_s = correction * ((bone1 + hinge_s * bone2) * applied_stretch);
+    end_s =
+        Rotate(correction, (bone1 + Rotate(hinge_s, bone2)) * applied_stretch);
   }
   res.error = (to_target - end_s).norm();
   res.reached = res.error <= reach_tolerance * chain_length * applied_stretch;

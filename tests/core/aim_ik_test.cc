@@ -497,6 +497,60 @@ TEST(ClampDirectionTest, RotationBetween_MapsFromOntoToIncludingOpposites) {
                   .coeffs() == Eigen::Quaternionf::Identity().coeffs());
 }
 
+TEST(ClampDirectionTest, RotationBetweenFrames_MapsFrameOntoFrameAtAnyAngle) {
+  // Random frames at every angle between them, including beyond 120 degrees
+  // (where the quaternion comes from R's largest diagonal entry rather than
+  // from its trace) and within 1e-3 radians of a half turn.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  int beyond_120 = 0;
+  for (int i = 0; i < 400; ++i) {
+    const Eigen::Vector3f from(unit(rng), unit(rng), unit(rng));
+    const Eigen::Vector3f from_ref(unit(rng), unit(rng), unit(rng));
+    Eigen::Vector3f to(unit(rng), unit(rng), unit(rng));
+    const Eigen::Vector3f to_ref(unit(rng), unit(rng), unit(rng));
+    if (i % 4 == 0) {
+      to = Eigen::AngleAxisf(kPi - 1e-3, from.unitOrthogonal()) * from * 3.0f;
+    }
+    const auto perp = [](const Eigen::Vector3d& v, const Eigen::Vector3d& d) {
+      return Eigen::Vector3d(v - v.dot(d.normalized()) * d.normalized());
+    };
+    const Eigen::Vector3d f = from.cast<double>();
+    const Eigen::Vector3d t = to.cast<double>();
+    const Eigen::Vector3d fr = perp(from_ref.cast<double>(), f);
+    const Eigen::Vector3d tr = perp(to_ref.cast<double>(), t);
+    if (f.norm() < 0.05 || t.norm() < 0.05 || fr.norm() < 0.05 ||
+        tr.norm() < 0.05) {
+      continue;
+    }
+    const Eigen::Quaternionf q =
+        RotationBetweenFrames(from, from_ref, to, to_ref);
+    EXPECT_NEAR(q.norm(), 1.0f, 1e-6) << "i " << i;
+    const Eigen::Quaterniond qd = q.cast<double>();
+    EXPECT_LE(((qd * f).normalized() - t.normalized()).norm(), 2e-6)
+        << "i " << i;
+    EXPECT_LE(((qd * fr).normalized() - tr.normalized()).norm(), 2e-6)
+        << "i " << i;
+    if (std::fabs(q.w()) < 0.5f) ++beyond_120;
+    // The overload on Vec3 values is the same function.
+    const Eigen::Quaternionf q3 = RotationBetweenFrames(
+        Vec3(from), Vec3(from_ref), Vec3(to), Vec3(to_ref));
+    EXPECT_EQ(
+        std::memcmp(q.coeffs().data(), q3.coeffs().data(), 4 * sizeof(float)),
+        0);
+  }
+  EXPECT_GT(beyond_120, 50);
+  // A reference along its direction leaves the roll undefined: the shortest
+  // arc.
+  const Eigen::Vector3f x = Eigen::Vector3f::UnitX();
+  const Eigen::Vector3f y = Eigen::Vector3f::UnitY();
+  EXPECT_TRUE(RotationBetweenFrames(x, 2.0f * x, y, Eigen::Vector3f::UnitZ())
+                  .isApprox(RotationBetween(x, y)));
+  EXPECT_TRUE(
+      RotationBetweenFrames(Eigen::Vector3f::Zero(), y, x, y).coeffs() ==
+      Eigen::Quaternionf::Identity().coeffs());
+}
+
 // ---------------------------------------------------------------------------
 // Validation and determinism.
 

@@ -903,6 +903,60 @@ TEST(TwoBoneIkTest, TwoBoneIk_InvalidInputIsRejectedNamingTheField) {
   EXPECT_EQ(job.Run().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(TwoBoneIkTest, TwoBoneIk_InvalidTransformsTheSolveReadsAreNamed) {
+  // The quick screen covers every transform the solve reads: the start
+  // joint's parent (model space), the chain's joints and, on a chain with a
+  // twist bone, the joints in between; the detailed check names the one.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Limb limb = MakeLimb();
+  std::vector<Transform> model(limb.local.size());
+  LocalToModelJob fk{.skeleton = &limb.skeleton,
+                     .local = limb.local,
+                     .model = absl::MakeSpan(model)};
+  ASSERT_TRUE(fk.Run().ok());
+  std::vector<Transform> out(limb.local.size());
+  TwoBoneIkJob job{.skeleton = &limb.skeleton,
+                   .local = limb.local,
+                   .model = model,
+                   .start_joint = kStart,
+                   .mid_joint = kMid,
+                   .end_joint = kEnd,
+                   .target = {1, 0.5f, 0},
+                   .output = absl::MakeSpan(out)};
+  ASSERT_TRUE(job.Run().ok());
+
+  std::vector<Transform> bad_model = model;
+  bad_model[kRoot].scale.y() = nan;
+  job.model = bad_model;
+  absl::Status status = job.Run();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("two_bone_ik.model[0] 'root'"));
+  job.model = model;
+
+  std::vector<Transform> bad_local = limb.local;
+  bad_local[kEnd].rotation.coeffs() *= 1.01f;  // not a unit quaternion
+  job.local = bad_local;
+  status = job.Run();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("two_bone_ik.local[3] 'hand'"));
+
+  // Chain upper -> hand with `lower` in between as a twist bone: its
+  // transform is read too.
+  bad_local = limb.local;
+  bad_local[kMid].translation.z() = nan;
+  job.local = bad_local;
+  job.mid_joint = kEnd;
+  job.end_joint = kFinger;
+  status = job.Run();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("two_bone_ik.local[2] 'lower'"));
+  job.local = limb.local;
+  EXPECT_TRUE(job.Run().ok());
+}
+
 TEST(TwoBoneIkTest, TwoBoneIk_RerunsAreBitIdenticalInPlaceOrNot) {
   const Limb limb = MakeLimb(
       Trs({0.1f, 0.2f, 0.3f}, AxisAngle(0.8f, {3, 1, 2}), {1.5f, 1.5f, 1.5f}));

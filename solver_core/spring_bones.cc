@@ -1,6 +1,7 @@
 #include "solver_core/spring_bones.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -595,6 +596,20 @@ Q4 Normalized(const Q4& q) {
   const F4 n = lanes::Sqrt(n2);
   return {lanes::Select(ok, q.x / n, q.x), lanes::Select(ok, q.y / n, q.y),
           lanes::Select(ok, q.z / n, q.z), lanes::Select(ok, q.w / n, q.w)};
+}
+
+// The quaternions in lanes 0..3 of `q`, for writing lanes back to joints.
+std::array<Eigen::Quaternionf, lanes::kWidth> LaneQuaternions(const Q4& q) {
+  const F4 columns[4] = {q.x, q.y, q.z, q.w};
+  alignas(16) float rows[lanes::kWidth][4];
+  float* out[lanes::kWidth] = {rows[0], rows[1], rows[2], rows[3]};
+  lanes::StoreColumns(columns, out);
+  std::array<Eigen::Quaternionf, lanes::kWidth> quaternions;
+  for (int k = 0; k < lanes::kWidth; ++k) {
+    quaternions[k] =
+        Eigen::Quaternionf(rows[k][3], rows[k][0], rows[k][1], rows[k][2]);
+  }
+  return quaternions;
 }
 
 // ShortestArc(a, b) on every lane, for the lanes in `usable` (both vectors
@@ -1197,14 +1212,11 @@ void Solver::TurnTowardChildren(const DynamicsState& s,
   // Unit times unit: normalised once, on the local rotation.
   const Q4 r = Multiply(ShortestArcLanes(pose_vec, sim_vec, usable),
                         {model[0], model[1], model[2], model[3]});
-  const F4 columns[4] = {r.x, r.y, r.z, r.w};
-  alignas(16) float rows[lanes::kWidth][4];
-  float* out[lanes::kWidth] = {rows[0], rows[1], rows[2], rows[3]};
-  lanes::StoreColumns(columns, out);
+  const std::array<Eigen::Quaternionf, lanes::kWidth> rotations =
+      LaneQuaternions(r);
   for (int k = 0; k < lanes::kWidth; ++k) {
     if (!((turned >> k) & 1)) continue;
-    sc_.rotations[i[k]] =
-        Eigen::Quaternionf(rows[k][3], rows[k][0], rows[k][1], rows[k][2]);
+    sc_.rotations[i[k]] = rotations[k];
     sc_.rotated[i[k]] = 1;
   }
 }
@@ -1363,14 +1375,10 @@ void Solver::LocalRotations(const SpringLaneLayout::OutputGroup& g) {
   lanes::LoadColumns(children[0], children[1], children[2], children[3], c);
   const Q4 local = Normalized(
       Multiply(Conjugate({p[0], p[1], p[2], p[3]}), {c[0], c[1], c[2], c[3]}));
-  const F4 columns[4] = {local.x, local.y, local.z, local.w};
-  alignas(16) float rows[lanes::kWidth][4];
-  float* out[lanes::kWidth] = {rows[0], rows[1], rows[2], rows[3]};
-  lanes::StoreColumns(columns, out);
+  const std::array<Eigen::Quaternionf, lanes::kWidth> rotations =
+      LaneQuaternions(local);
   for (int k = 0; k < lanes::kWidth; ++k) {
-    if (!((write >> k) & 1)) continue;
-    job_.output[g.joint[k]].rotation =
-        Eigen::Quaternionf(rows[k][3], rows[k][0], rows[k][1], rows[k][2]);
+    if ((write >> k) & 1) job_.output[g.joint[k]].rotation = rotations[k];
   }
 }
 

@@ -1,0 +1,24 @@
+#include "solver_core/simd_level.h"
+
+#include <gtest/gtest.h>
+
+namespace posewire {
+namespace {
+
+TEST(SimdLevelTest, CapLowersAndRestores) {
+  const SimdLevel detected = DetectedSimdLevel();
+  EXPECT_EQ(ActiveSimdLevel(), detected);
+  SetMaxSimdLevel(SimdLevel::kSse2);
+  EXPECT_EQ(ActiveSimdLevel(), SimdLevel::kSse2);
+  // Never above what the CPU has.
+  SetMaxSimdLevel(SimdLevel::kAvx2);
+  EXPECT_EQ(ActiveSimdLevel(), detected);
+}
+
+TEST(SimdLevelTest, Names) {
+  EXPECT_EQ(SimdLevelName(SimdLevel::kSse2), "sse2");
+  EXPECT_EQ(SimdLevelName(SimdLevel::kAvx2), "avx2");
+}
+
+}  // namespace
+}  // namespace posewire

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/base/optimization.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/pose.h"
@@ -326,27 +327,80 @@ class FabrikSolver {
   }
 
   // Both passes for the common case, a chain without limits or plane: the
-  // same arithmetic as Forward and BackwardPositional without the tree
-  // bookkeeping (one square root and one division per joint and pass).
+  // same geometry as Forward and BackwardPositional without the tree
+  // bookkeeping.
   void ChainPasses(const Eigen::Vector3f& goal) {
     const int n = c_.size();
     p_[n - 1] = goal;
-    for (int k = n - 1; k >= 2; --k) {
-      const Eigen::Vector3f d = p_[k - 1] - p_[k];
-      const float d2 = d.squaredNorm();
-      p_[k - 1] =
-          d2 > 1e-40f
-              ? Eigen::Vector3f(p_[k] + d * (c_.length(k) / std::sqrt(d2)))
-              : Eigen::Vector3f(p_[k] - InputDirection(k) * c_.length(k));
+    ReachPass<-1>(n - 1, 1);
+    ReachPass<+1>(0, n - 1);
+  }
+
+  // One reaching pass: node `pinned` stays where it is and each next node
+  // up to `last` (step -1: toward the root, +1: toward the tip) slides along
+  // the line to its old place until it is its bone's length from the node
+  // placed before it.
+  //
+  // Speed: each node's scale (length / distance) waits for the previous
+  // node's, so the pass is one long chain of dependent square roots and
+  // divisions. The squared distance for the next node is therefore carried
+  // as a scalar instead of being recomputed from the placed position: with
+  // b = next_old - anchor and d = node_old - anchor (scaled by s onto the
+  // bone, s |d| = length),
+  //   |next_old - placed|^2 = |b|^2 - 2 s (b . d) + length^2,
+  // where |b|^2 and b . d do not wait for s. Only a multiply and a subtract
+  // are added to the chain, instead of a vector difference and a dot
+  // product. Where the sum cancels (the next node's old place near the new
+  // one, relative error above ~64 ulp) it is recomputed from the vectors.
+  template <int kStep>
+  void ReachPass(int pinned, int last) {
+    constexpr float kRecomputeBelow = 1.0f / 16.0f;
+    if (pinned == last) return;
+    Eigen::Vector3f* p = p_.data();
+    const float* lengths = c_.lengths();
+    int a = pinned;
+    Eigen::Vector3f d = p[a + kStep] - p[a];
+    float d2 = d.squaredNorm();
+    while (true) {
+      const int m = a + kStep;
+      // Bone k joins nodes k - 1 and k.
+      const int bone = kStep > 0 ? m : a;
+      const float len = lengths[bone];
+      if (m == last) {
+        PlaceNode(a, m, bone, d, d2, len);
+        return;
+      }
+      // For the next node; none of it waits for the scale.
+      const Eigen::Vector3f b = p[m + kStep] - p[a];
+      const float base = b.squaredNorm() + len * len;
+      const float twice_bd = 2.0f * b.dot(d);
+      const float s = PlaceNode(a, m, bone, d, d2, len);
+      d = p[m + kStep] - p[m];
+      const float estimate = base - s * twice_bd;
+      // A branch, not a select: a select would wait for the recomputed sum
+      // too, putting it back on the chain.
+      if (ABSL_PREDICT_TRUE(s > 0.0f && estimate >= kRecomputeBelow * base)) {
+        d2 = estimate;
+      } else {
+        d2 = d.squaredNorm();
+      }
+      a = m;
     }
-    for (int k = 1; k < n; ++k) {
-      const Eigen::Vector3f d = p_[k] - p_[k - 1];
-      const float d2 = d.squaredNorm();
-      p_[k] =
-          d2 > 1e-40f
-              ? Eigen::Vector3f(p_[k - 1] + d * (c_.length(k) / std::sqrt(d2)))
-              : Eigen::Vector3f(p_[k - 1] + InputDirection(k) * c_.length(k));
+  }
+
+  // Places node m at `len` from node a along d (d2 = |d|^2); returns the
+  // scale applied to d, 0 when d is too short to give a direction (the
+  // bone's input direction is used).
+  float PlaceNode(int a, int m, int bone, const Eigen::Vector3f& d, float d2,
+                  float len) {
+    Eigen::Vector3f* p = p_.data();
+    if (ABSL_PREDICT_TRUE(d2 > 1e-40f)) {
+      const float s = len / std::sqrt(d2);
+      p[m] = p[a] + d * s;
+      return s;
     }
+    p[m] = p[a] + InputDirection(bone) * (m > a ? len : -len);
+    return 0.0f;
   }
 
   // Direction of node k's bone in the input pose (the IkChain's model

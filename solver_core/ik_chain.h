@@ -196,6 +196,9 @@ class IkChain {
   // rotation times this is the model-space bone vector. Zero for node 0.
   const Eigen::Vector3f& offset(int i) const { return offsets_[i]; }
   float length(int i) const { return lengths_[i]; }
+  // All of them, for hot loops (InlinedVector's operator[] tests where its
+  // storage lives on every access).
+  const float* lengths() const { return lengths_.data(); }
   // Sum of all bone lengths.
   float total_length() const { return total_length_; }
 

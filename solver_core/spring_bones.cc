@@ -12,6 +12,17 @@
 #include "absl/strings/str_cat.h"
 #include "solver_core/local_to_model.h"
 #include "solver_core/pose.h"
+#include "solver_core/simd_level.h"
+
+// The eight-lane AVX2 engine needs GCC's target pragma and the SSE2 lanes
+// (x86-64 only).
+#if defined(__x86_64__) && defined(__SSE2__) && defined(__GNUC__) && \
+    !defined(__clang__)
+#define POSEWIRE_SPRING_AVX2 1
+#include <immintrin.h>
+#else
+#define POSEWIRE_SPRING_AVX2 0
+#endif
 
 namespace posewire {
 namespace {
@@ -408,77 +419,88 @@ Eigen::Vector3f TurnOutAlongArcScalar(
   return clear;
 }
 
-// ---------------------------------------------------------------------------
-// The four-lane forms of the per-bone constraints: lane k gets the bits the
-// scalar functions above give for particle k (same operations, same order;
-// branches become lane selections).
-
-using lanes::F4;
-using lanes::M4;
-using lanes::V4;
-
 }  // namespace
 
-// Particles in groups of four lanes, level by level: a group holds particles
-// of one depth (chain roots are depth 0), so each group depends only on
-// groups before it, whose positions are final when it runs, as in the
-// scalar loop's parents-first order. Lanes therefore change no result.
-// Padding lanes (a level whose size is not a multiple of four) repeat the
-// group's first particle: they compute harmless copies and are never
-// written back.
-struct SpringLaneLayout {
-  struct Group {
-    int particle[lanes::kWidth];
-    // Slot (4 * group + lane) of each lane's parent; -1 for chain roots.
-    int parent_slot[lanes::kWidth];
-    // The group whose lanes 0..3 are the parents, in order, or -1 when the
-    // parents must be gathered slot by slot.
-    int parent_group = -1;
-    int chain[lanes::kWidth];
-    // Bits of the lanes holding a particle of their own.
-    int real = 0;
-    // The per-step factors of SpringParticle, one lane each.
-    lanes::Block1 velocity_keep, stiffness_pull, keep_location, keep_rotation,
-        radius, cos_limit, sin_limit;
-    // 1 where the bone has an angle limit (limit_angle_degrees > 0), else 0.
-    lanes::Block1 limited;
-  };
-  std::vector<Group> groups;
+// Particles in groups of W lanes (W = 4 for SSE2, 8 for AVX2), level by
+// level: a group holds particles of one depth (chain roots are depth 0), so
+// each group depends only on groups before it, whose positions are final
+// when it runs, as in the scalar loop's parents-first order. Lanes therefore
+// change no result, nor does the width. Padding lanes (a level whose size is
+// not a multiple of W) repeat the group's first particle: they compute
+// harmless copies and are never written back.
+template <int W>
+struct SpringLaneGroup {
+  int particle[W];
+  // Slot (W * group + lane) of each lane's parent; -1 for chain roots.
+  int parent_slot[W];
+  // The group whose lanes 0..W-1 are the parents, in order, or -1 when the
+  // parents must be gathered slot by slot.
+  int parent_group = -1;
+  int chain[W];
+  // Bits of the lanes holding a particle of their own.
+  int real = 0;
+  // The per-step factors of SpringParticle, one lane each.
+  lanes::Block1T<W> velocity_keep, stiffness_pull, keep_location, keep_rotation,
+      radius, cos_limit, sin_limit;
+  // 1 where the bone has an angle limit (limit_angle_degrees > 0), else 0.
+  lanes::Block1T<W> limited;
+};
+
+// The joints whose output rotation turns toward their only simulated child,
+// W at a time (any order: each is independent).
+template <int W>
+struct SpringLaneArcGroup {
+  int particle[W];
+  int child[W];
+  int real = 0;
+};
+
+// Every simulated joint, W at a time, for its local output rotation.
+template <int W>
+struct SpringLaneOutputGroup {
+  int particle[W];
+  int joint[W];
+  // The parent joint (-1 at the skeleton root) and its particle (-1 when it
+  // is not simulated).
+  int parent_joint[W];
+  int parent_particle[W];
+  int real = 0;
+};
+
+template <int W>
+struct SpringLaneLayoutW {
+  std::vector<SpringLaneGroup<W>> groups;
   // Groups [0, first_bone_group) hold the chain roots, pinned to the pose.
   int first_bone_group = 0;
+  std::vector<SpringLaneArcGroup<W>> arc_groups;
+  std::vector<SpringLaneOutputGroup<W>> output_groups;
+};
 
-  // The joints whose output rotation turns toward their only simulated
-  // child, four at a time (any order: each is independent).
-  struct ArcGroup {
-    int particle[lanes::kWidth];
-    int child[lanes::kWidth];
-    int real = 0;
-  };
-  std::vector<ArcGroup> arc_groups;
-
-  // Every simulated joint, four at a time, for its local output rotation.
-  struct OutputGroup {
-    int particle[lanes::kWidth];
-    int joint[lanes::kWidth];
-    // The parent joint (-1 at the skeleton root) and its particle (-1 when
-    // it is not simulated).
-    int parent_joint[lanes::kWidth];
-    int parent_particle[lanes::kWidth];
-    int real = 0;
-  };
-  std::vector<OutputGroup> output_groups;
+// Both widths, built once per rig: the solve picks one (same bits).
+struct SpringLaneLayout {
+  SpringLaneLayoutW<lanes::kWidth> narrow;
+  SpringLaneLayoutW<kSpringWideLanes> wide;
+  // Eight lanes pay only when the levels hold 16 or more particles on
+  // average. The solve is mostly a chain of dependent steps from one level
+  // to the next: at four lanes a level of 8 particles makes two independent
+  // groups the core overlaps, at eight lanes one group whose dependency
+  // chain is just as long (and eight-lane divisions and square roots are
+  // slower). Measured (AVX2 / SSE2 time per frame, chains of 8 bones, 4
+  // colliders): 8 chains 1.05, 9 chains 1.10, 12 chains 1.01, 16 chains
+  // 0.86.
+  bool prefer_wide = false;
 };
 
 namespace {
 
-// Packs `indices` four to a group, padding the last group with its first
+// Packs `indices` W to a group, padding the last group with its first
 // index; fill(group, lane, index) sets up each lane.
-template <typename Group, typename Fill>
+template <int W, typename Group, typename Fill>
 void PackLanes(const std::vector<int>& indices, std::vector<Group>* groups,
                Fill fill) {
-  for (size_t first = 0; first < indices.size(); first += lanes::kWidth) {
+  for (size_t first = 0; first < indices.size(); first += W) {
     Group g;
-    for (int k = 0; k < lanes::kWidth; ++k) {
+    for (int k = 0; k < W; ++k) {
       const bool real = first + k < indices.size();
       if (real) g.real |= 1 << k;
       fill(g, k, indices[real ? first + k : first]);
@@ -487,11 +509,11 @@ void PackLanes(const std::vector<int>& indices, std::vector<Group>* groups,
   }
 }
 
-// The particles by depth, four to a group, with their settings and where
+// The particles by depth, W to a group, with their settings and where
 // their parents are.
+template <int W>
 void BuildParticleGroups(absl::Span<const SpringParticle> particles,
-                         SpringLaneLayout* layout) {
-  constexpr int kW = lanes::kWidth;
+                         SpringLaneLayoutW<W>* layout) {
   const int n = static_cast<int>(particles.size());
   // Parents come before children in particle order.
   std::vector<int> depth(n, 0);
@@ -506,12 +528,11 @@ void BuildParticleGroups(absl::Span<const SpringParticle> particles,
 
   std::vector<int> slot_of(n, -1);
   for (int d = 0; d <= max_depth; ++d) {
-    PackLanes(
-        levels[d], &layout->groups,
-        [&](SpringLaneLayout::Group& g, int k, int i) {
+    PackLanes<W>(
+        levels[d], &layout->groups, [&](SpringLaneGroup<W>& g, int k, int i) {
           const SpringParticle& pt = particles[i];
           if ((g.real >> k) & 1) {
-            slot_of[i] = kW * static_cast<int>(layout->groups.size()) + k;
+            slot_of[i] = W * static_cast<int>(layout->groups.size()) + k;
           }
           g.particle[k] = i;
           g.chain[k] = pt.chain;
@@ -528,25 +549,37 @@ void BuildParticleGroups(absl::Span<const SpringParticle> particles,
       layout->first_bone_group = static_cast<int>(layout->groups.size());
     }
   }
-  for (SpringLaneLayout::Group& g : layout->groups) {
+  for (SpringLaneGroup<W>& g : layout->groups) {
     bool in_order = true;
-    for (int k = 0; k < kW; ++k) {
+    for (int k = 0; k < W; ++k) {
       const int parent = particles[g.particle[k]].parent;
       g.parent_slot[k] = parent < 0 ? -1 : slot_of[parent];
       in_order =
           in_order && g.parent_slot[k] >= 0 &&
-          g.parent_slot[k] == g.parent_slot[0] - g.parent_slot[0] % kW + k;
+          g.parent_slot[k] == g.parent_slot[0] - g.parent_slot[0] % W + k;
     }
-    g.parent_group = in_order ? g.parent_slot[0] / kW : -1;
+    g.parent_group = in_order ? g.parent_slot[0] / W : -1;
   }
 }
 
-std::shared_ptr<const SpringLaneLayout> BuildLaneLayout(
-    absl::Span<const SpringParticle> particles,
-    absl::Span<const int> skeleton_parents,
-    absl::Span<const int> particle_of_joint) {
-  auto layout = std::make_shared<SpringLaneLayout>();
-  BuildParticleGroups(particles, layout.get());
+// The deepest level (chain roots are 0), -1 without particles.
+int MaxDepth(absl::Span<const SpringParticle> particles) {
+  std::vector<int> depth(particles.size(), 0);
+  int max_depth = -1;
+  for (size_t i = 0; i < particles.size(); ++i) {
+    const int p = particles[i].parent;
+    depth[i] = p < 0 ? 0 : depth[p] + 1;
+    max_depth = std::max(max_depth, depth[i]);
+  }
+  return max_depth;
+}
+
+template <int W>
+void BuildLaneLayoutW(absl::Span<const SpringParticle> particles,
+                      absl::Span<const int> skeleton_parents,
+                      absl::Span<const int> particle_of_joint,
+                      SpringLaneLayoutW<W>* layout) {
+  BuildParticleGroups(particles, layout);
   std::vector<int> arcs;
   std::vector<int> joints;
   for (int i = 0; i < static_cast<int>(particles.size()); ++i) {
@@ -554,174 +587,137 @@ std::shared_ptr<const SpringLaneLayout> BuildLaneLayout(
     joints.push_back(i);
     if (particles[i].num_children == 1) arcs.push_back(i);
   }
-  PackLanes(arcs, &layout->arc_groups,
-            [&](SpringLaneLayout::ArcGroup& g, int k, int i) {
-              g.particle[k] = i;
-              g.child[k] = particles[i].first_child;
-            });
-  PackLanes(joints, &layout->output_groups,
-            [&](SpringLaneLayout::OutputGroup& g, int k, int i) {
-              g.particle[k] = i;
-              g.joint[k] = particles[i].joint;
-              g.parent_joint[k] = skeleton_parents[g.joint[k]];
-              g.parent_particle[k] = g.parent_joint[k] < 0
-                                         ? -1
-                                         : particle_of_joint[g.parent_joint[k]];
-            });
+  PackLanes<W>(arcs, &layout->arc_groups,
+               [&](SpringLaneArcGroup<W>& g, int k, int i) {
+                 g.particle[k] = i;
+                 g.child[k] = particles[i].first_child;
+               });
+  PackLanes<W>(
+      joints, &layout->output_groups,
+      [&](SpringLaneOutputGroup<W>& g, int k, int i) {
+        g.particle[k] = i;
+        g.joint[k] = particles[i].joint;
+        g.parent_joint[k] = skeleton_parents[g.joint[k]];
+        g.parent_particle[k] =
+            g.parent_joint[k] < 0 ? -1 : particle_of_joint[g.parent_joint[k]];
+      });
+}
+
+std::shared_ptr<const SpringLaneLayout> BuildLaneLayout(
+    absl::Span<const SpringParticle> particles,
+    absl::Span<const int> skeleton_parents,
+    absl::Span<const int> particle_of_joint) {
+  auto layout = std::make_shared<SpringLaneLayout>();
+  BuildLaneLayoutW(particles, skeleton_parents, particle_of_joint,
+                   &layout->narrow);
+  BuildLaneLayoutW(particles, skeleton_parents, particle_of_joint,
+                   &layout->wide);
+  // Two or more full groups of eight per level on average.
+  const size_t levels = static_cast<size_t>(1 + MaxDepth(particles));
+  layout->prefer_wide =
+      levels > 0 && particles.size() >= 2 * kSpringWideLanes * levels;
   return layout;
 }
 
-// Four quaternions, one per lane.
-struct Q4 {
-  F4 x, y, z, w;
+template <int W>
+using LaneLayoutT = SpringLaneLayoutW<W>;
+template <int W>
+using LaneGroup = SpringLaneGroup<W>;
+template <int W>
+using LaneArcGroup = SpringLaneArcGroup<W>;
+template <int W>
+using LaneOutputGroup = SpringLaneOutputGroup<W>;
+
+// One fixed step's inputs besides the state, in simulation space: the
+// scalar part of the step, computed once and broadcast to the lanes.
+struct StepInputs {
+  // The animated target positions of the particles at this step.
+  const std::vector<Eigen::Vector3f>* pose = nullptr;
+  // UpdateMovement (component space only): the component's translation and
+  // turn in this step, seen from its new placement.
+  bool follow = false;
+  Eigen::Vector3f move = Eigen::Vector3f::Zero();
+  Eigen::Matrix3f turn = Eigen::Matrix3f::Identity();
+  // Gravity and the external force, as a displacement per step.
+  Eigen::Vector3f constant_step = Eigen::Vector3f::Zero();
+  bool windy = false;
+  Eigen::Vector3f wind_step = Eigen::Vector3f::Zero();
 };
 
-// Eigen's quaternion product a * b, lane by lane, in the order of Eigen's
-// SSE kernel: the order the scalar products of this solver get on x86-64
-// (a build without SSE would need Eigen's generic order here).
-Q4 Multiply(const Q4& a, const Q4& b) {
-  return {(a.x * b.w - a.z * b.y) + (a.y * b.z + a.w * b.x),
-          (a.y * b.w - a.x * b.z) + (a.z * b.x + a.w * b.y),
-          (a.z * b.w - a.y * b.x) + (a.x * b.y + a.w * b.z),
-          (a.w * b.w - a.x * b.x) + -(a.z * b.z + a.y * b.y)};
-}
+// The lane work of a solve, at one width (Engine in spring_bone_lanes.inc).
+// Virtual: the solve picks the width once; a handful of calls per frame.
+class LaneEngine {
+ public:
+  virtual ~LaneEngine() = default;
+  // The state's positions into the lanes, and back.
+  virtual void Load(const DynamicsState& s) = 0;
+  virtual void Store(DynamicsState& s) = 0;
+  // UpdatePose, the constraints and the colliders of one fixed step.
+  virtual void Step(const StepInputs& in) = 0;
+  // The output rotations (scratch rotations and rotated set up, output
+  // holding the input). `landed_on_frame`: the state's last step used this
+  // frame's pose.
+  virtual void Apply(const DynamicsState& s, bool landed_on_frame) = 0;
+};
 
-Q4 Conjugate(const Q4& q) { return {-q.x, -q.y, -q.z, q.w}; }
+// The four-lane (SSE2, or portable) engine: always available.
+namespace narrow {
+namespace L = ::posewire::lanes;
+// The collider kernels again (the public ones of spring_colliders.h are the
+// same source, so the same bits): here they inline into the engine.
+#include "solver_core/spring_collider_lanes.inc"
+namespace K = narrow;
+#include "solver_core/spring_bone_lanes.inc"
+}  // namespace narrow
 
-// Eigen's Quaternion::normalized(): divided by the norm, whose square sums
-// as (x x + z z) + (y y + w w); left alone when that is 0.
-Q4 Normalized(const Q4& q) {
-  const F4 n2 = (q.x * q.x + q.z * q.z) + (q.y * q.y + q.w * q.w);
-  const M4 ok = n2 > lanes::Splat(0.0f);
-  const F4 n = lanes::Sqrt(n2);
-  return {lanes::Select(ok, q.x / n, q.x), lanes::Select(ok, q.y / n, q.y),
-          lanes::Select(ok, q.z / n, q.z), lanes::Select(ok, q.w / n, q.w)};
-}
+}  // namespace
+}  // namespace posewire
 
-// The quaternions in lanes 0..3 of `q`, for writing lanes back to joints.
-std::array<Eigen::Quaternionf, lanes::kWidth> LaneQuaternions(const Q4& q) {
-  const F4 columns[4] = {q.x, q.y, q.z, q.w};
-  alignas(16) float rows[lanes::kWidth][4];
-  float* out[lanes::kWidth] = {rows[0], rows[1], rows[2], rows[3]};
-  lanes::StoreColumns(columns, out);
-  std::array<Eigen::Quaternionf, lanes::kWidth> quaternions;
-  for (int k = 0; k < lanes::kWidth; ++k) {
-    quaternions[k] =
-        Eigen::Quaternionf(rows[k][3], rows[k][0], rows[k][1], rows[k][2]);
-  }
-  return quaternions;
-}
+#if POSEWIRE_SPRING_AVX2
+// The eight-lane engine and collider kernels, compiled for AVX2 (no FMA)
+// from the same sources; used only when ActiveSimdLevel() is kAvx2. Every
+// header is included above, so nothing else picks up the AVX2 target.
+#pragma GCC push_options
+#pragma GCC target("avx2")
+namespace posewire {
+namespace {
+namespace wide {
+#include "solver_core/spring_lanes_avx2.inc"
+namespace L = lanes_avx2;
+static_assert(L::kWidth == kSpringWideLanes);
+#include "solver_core/spring_collider_lanes.inc"
+namespace K = wide;
+#include "solver_core/spring_bone_lanes.inc"
+}  // namespace wide
+}  // namespace
+}  // namespace posewire
+#pragma GCC pop_options
+#endif  // POSEWIRE_SPRING_AVX2
 
-// ShortestArc(a, b) on every lane, for the lanes in `usable` (both vectors
-// non-zero); lanes where the vectors are opposite take the scalar path.
-Q4 ShortestArcLanes(const V4& a, const V4& b, M4 usable) {
-  const F4 norms = lanes::Sqrt(lanes::SquaredNorm(a) * lanes::SquaredNorm(b));
-  const F4 w = norms + lanes::Dot(a, b);
-  const V4 v = lanes::Cross(a, b);
-  Q4 q = Normalized({v.x, v.y, v.z, w});
-  const int opposite = lanes::Bits(usable & (w <= lanes::Splat(1e-6f) * norms));
-  if (opposite != 0) {
-    lanes::Block1 x, y, z, qw;
-    lanes::Store(x, q.x);
-    lanes::Store(y, q.y);
-    lanes::Store(z, q.z);
-    lanes::Store(qw, q.w);
-    for (int k = 0; k < lanes::kWidth; ++k) {
-      if (!((opposite >> k) & 1)) continue;
-      const Eigen::Quaternionf r =
-          ShortestArc(lanes::Lane(a, k), lanes::Lane(b, k));
-      x.v[k] = r.x();
-      y.v[k] = r.y();
-      z.v[k] = r.z();
-      qw.v[k] = r.w();
-    }
-    q = {lanes::LoadScalars(x), lanes::LoadScalars(y), lanes::LoadScalars(z),
-         lanes::LoadScalars(qw)};
-  }
-  return q;
-}
-
-// The angle limit of the group's lanes (LimitAngle on each).
-V4 LimitAngleLanes(const SpringLaneLayout::Group& g,
-                   absl::Span<const SpringParticle> particles,
-                   const V4& pose_bone, F4 pose_len, const V4& bone) {
-  const F4 zero = lanes::Splat(0.0f);
-  const F4 tiny = lanes::Splat(kTinyLength);
-  M4 apply = (lanes::Load(g.limited) > zero) & (pose_len > tiny);
-  if (!lanes::Any(apply)) return bone;
-  const F4 cos_limit = lanes::Load(g.cos_limit);
-  const F4 d = lanes::Dot(pose_bone, bone);
-  const F4 bb = lanes::SquaredNorm(bone);
-  const F4 rhs = cos_limit * cos_limit * (pose_len * pose_len) * bb;
-  const M4 d_positive = d >= zero;
-  const M4 acute = cos_limit >= zero;
-  const M4 inside = (acute & d_positive & (d * d > rhs)) |
-                    lanes::AndNot(d_positive | (d * d < rhs), acute);
-  apply = lanes::AndNot(apply, inside);
-  if (!lanes::Any(apply)) return bone;
-  const F4 len = lanes::Sqrt(bb);
-  apply = apply & (len > tiny);
-  if (!lanes::Any(apply)) return bone;
-  const V4 pose_dir = pose_bone / pose_len;
-  const V4 dir = bone / len;
-  const F4 cosine = lanes::Dot(pose_dir, dir);
-  apply = lanes::AndNot(apply, cosine >= cos_limit);
-  if (!lanes::Any(apply)) return bone;
-  const V4 perp = dir - pose_dir * cosine;
-  const F4 perp_len = lanes::Norm(perp);
-  const V4 turned =
-      (pose_dir * cos_limit + (perp / perp_len) * lanes::Load(g.sin_limit)) *
-      len;
-  V4 out = lanes::Select(apply, turned, bone);
-  // Bone and pose exactly opposite: any plane will do; rare enough for the
-  // scalar code.
-  const int opposite = lanes::Bits(lanes::AndNot(apply, perp_len > tiny));
-  if (opposite != 0) {
-    lanes::Block3 b;
-    lanes::Store(b, out);
-    for (int k = 0; k < lanes::kWidth; ++k) {
-      if (!((opposite >> k) & 1)) continue;
-      Eigen::Vector3f lane = lanes::Lane(bone, k);
-      LimitAngle(particles[g.particle[k]], lanes::Lane(pose_bone, k),
-                 lanes::Lane(pose_len, k), &lane);
-      lanes::Set(b, k, lane);
-    }
-    out = lanes::LoadScalars(b);
-  }
-  return out;
-}
-
-// Constrain on the group's lanes.
-V4 ConstrainLanes(const SpringLaneLayout::Group& g,
-                  absl::Span<const SpringParticle> particles,
-                  const V4& position, const V4& parent, const V4& pose_bone,
-                  F4 pose_len) {
-  V4 bone =
-      LimitAngleLanes(g, particles, pose_bone, pose_len, position - parent);
-  const F4 len = lanes::Norm(bone);
-  bone = lanes::Select(len > lanes::Splat(kTinyLength), bone * (pose_len / len),
-                       pose_bone);
-  return parent + bone;
-}
+namespace posewire {
+namespace {
 
 // ---------------------------------------------------------------------------
 // One solve. Holds references to the job's data; all state lives in the
-// DynamicsState it is given.
+// DynamicsState it is given. The lane work goes to a LaneEngine.
 class Solver {
  public:
-  Solver(const SpringBonesJob& job, const SpringLaneLayout& layout,
-         SpringBonesScratch& scratch)
+  Solver(const SpringBonesJob& job, SpringBonesScratch& scratch)
       : job_(job),
         rig_(*job.rig),
         desc_(job.rig->desc()),
         particles_(job.rig->particles()),
-        layout_(layout),
         world_(job.rig->desc().space == SimulationSpace::kWorld),
         component_(job.component_to_world),
         sc_(scratch) {}
 
-  // `initialize`: start from the pose whatever `s` holds.
-  void Run(bool initialize, DynamicsState& s, SpringBonesReport& report);
+  // Everything before the steps: the animated pose, the state (`initialize`:
+  // start from the pose whatever `s` holds, else handle a teleport) and the
+  // colliders.
+  void Prepare(bool initialize, DynamicsState& s, SpringBonesReport& report);
+  // The fixed steps and the output pose, the lane work done by `engine`.
+  void Simulate(LaneEngine& engine, DynamicsState& s,
+                SpringBonesReport& report);
 
  private:
   void ComputeAnimatedPose();
@@ -733,57 +729,21 @@ class Solver {
   // Returns the component transform the frame's motion starts from.
   Transform HandleTeleport(DynamicsState& s, SpringBonesReport& report) const;
   void PlaceColliders();
-  // The state's positions into lanes and back (only real lanes go back).
-  void LoadLanes(const DynamicsState& s);
-  void StoreLanes(DynamicsState& s) const;
-  void Step(DynamicsState& s, const Transform& from, const Transform& to,
-            float alpha);
-  // Step's parts, on the lanes.
-  struct StepMotion;
-  void MoveParticles(const std::vector<Eigen::Vector3f>& pose,
-                     const StepMotion& m);
-  void Collide();
-  void ResolveGroup(int group, int lanes_to_resolve);
-  V4 TurnOutAlongArc(const SpringLaneLayout::Group& g, int stuck, const V4& p,
-                     const V4& parent, const V4& pose_bone, F4 pose_len,
-                     F4 f_lo, F4 deepest) const;
-  // Overlap(..., exact = true, ...) on every lane.
-  F4 ExactOverlap(F4 radius, const V4& p) const {
-    F4 ignored = lanes::Splat(-1.0f);
-    return DeepestPenetrationLanes(sc_.lane_colliders, radius, p, SlopLanes(p),
-                                   false, &ignored);
-  }
-  // The lanes' parents in `a` (positions of the groups before `g`).
-  V4 Parents(const std::vector<lanes::Block3>& a,
-             const SpringLaneLayout::Group& g) const;
+  void Step(LaneEngine& engine, DynamicsState& s, const Transform& from,
+            const Transform& to, float alpha);
   // `landed_on_frame`: the state's last step used this frame's pose.
-  void ApplyToPose(const DynamicsState& s, bool landed_on_frame);
-  void TurnTowardChildren(const DynamicsState& s,
-                          const SpringLaneLayout::ArcGroup& g,
-                          bool landed_on_frame);
-  void LocalRotations(const SpringLaneLayout::OutputGroup& g);
+  void ApplyToPose(LaneEngine& engine, const DynamicsState& s,
+                   bool landed_on_frame);
 
   const SpringBonesJob& job_;
   const SpringRig& rig_;
   const SpringRigDesc& desc_;
   absl::Span<const SpringParticle> particles_;
-  const SpringLaneLayout& layout_;
   const bool world_;
   const Transform& component_;
   SpringBonesScratch& sc_;
-};
-
-// What moves every particle in one step besides its own velocity.
-struct Solver::StepMotion {
-  // UpdateMovement (component space only): the component's translation
-  // and turn in this step, seen from its new placement.
-  bool follow = false;
-  V4 move;
-  V4 turn[3];  // columns
-  // Gravity and the external force, as a displacement per step.
-  V4 constant_step;
-  bool windy = false;
-  V4 wind_step;
+  // Where this frame's motion starts (set by Prepare).
+  Transform from_;
 };
 
 void Solver::ComputeAnimatedPose() {
@@ -903,44 +863,8 @@ void Solver::PlaceColliders() {
   }
 }
 
-void Solver::LoadLanes(const DynamicsState& s) {
-  const size_t groups = layout_.groups.size();
-  sc_.lane_pos.resize(groups);
-  sc_.lane_prev.resize(groups);
-  for (size_t g = 0; g < groups; ++g) {
-    const SpringLaneLayout::Group& group = layout_.groups[g];
-    for (int k = 0; k < lanes::kWidth; ++k) {
-      lanes::Set(sc_.lane_pos[g], k, s.positions[group.particle[k]]);
-      lanes::Set(sc_.lane_prev[g], k, s.previous_positions[group.particle[k]]);
-    }
-  }
-}
-
-void Solver::StoreLanes(DynamicsState& s) const {
-  for (size_t g = 0; g < layout_.groups.size(); ++g) {
-    const SpringLaneLayout::Group& group = layout_.groups[g];
-    for (int k = 0; k < lanes::kWidth; ++k) {
-      if (!((group.real >> k) & 1)) continue;
-      s.positions[group.particle[k]] = lanes::Get(sc_.lane_pos[g], k);
-      s.previous_positions[group.particle[k]] = lanes::Get(sc_.lane_prev[g], k);
-    }
-  }
-}
-
-V4 Solver::Parents(const std::vector<lanes::Block3>& a,
-                   const SpringLaneLayout::Group& g) const {
-  if (g.parent_group >= 0) return lanes::Load(a[g.parent_group]);
-  lanes::Block3 gathered;
-  for (int k = 0; k < lanes::kWidth; ++k) {
-    const int slot = g.parent_slot[k];
-    lanes::Set(gathered, k,
-               lanes::Get(a[slot / lanes::kWidth], slot % lanes::kWidth));
-  }
-  return lanes::LoadScalars(gathered);
-}
-
-void Solver::Step(DynamicsState& s, const Transform& from, const Transform& to,
-                  float alpha) {
+void Solver::Step(LaneEngine& engine, DynamicsState& s, const Transform& from,
+                  const Transform& to, float alpha) {
   const int n = rig_.num_particles();
   const float h = rig_.step_seconds();
 
@@ -995,339 +919,20 @@ void Solver::Step(DynamicsState& s, const Transform& from, const Transform& to,
     }
   }
 
-  StepMotion m;
-  m.follow = follow;
-  m.move = lanes::Splat(move);
-  for (int k = 0; k < 3; ++k) {
-    m.turn[k] = lanes::Splat(Eigen::Vector3f(turn.col(k)));
-  }
-  m.constant_step = lanes::Splat(constant_step);
-  m.windy = windy;
-  m.wind_step = lanes::Splat(wind_step);
-  MoveParticles(frame_pose ? sc_.pose_cs : sc_.step_pose, m);
-  if (!sc_.colliders.empty()) Collide();
+  StepInputs in;
+  in.pose = frame_pose ? &sc_.pose_cs : &sc_.step_pose;
+  in.follow = follow;
+  in.move = move;
+  in.turn = turn;
+  in.constant_step = constant_step;
+  in.windy = windy;
+  in.wind_step = wind_step;
+  engine.Step(in);
   ++s.step_count;
 }
 
-// UpdatePose, stiffness, AdjustAngle and length restore, group by group
-// (parents first).
-void Solver::MoveParticles(const std::vector<Eigen::Vector3f>& pose,
-                           const StepMotion& m) {
-  const int groups = static_cast<int>(layout_.groups.size());
-  sc_.lane_pose.resize(groups);
-  sc_.lane_pose_bone.resize(groups);
-  sc_.lane_pose_len.resize(groups);
-  for (int g = 0; g < groups; ++g) {
-    const SpringLaneLayout::Group& group = layout_.groups[g];
-    for (int k = 0; k < lanes::kWidth; ++k) {
-      lanes::Set(sc_.lane_pose[g], k, pose[group.particle[k]]);
-    }
-  }
-  // Chain roots are pinned to the pose.
-  for (int g = 0; g < layout_.first_bone_group; ++g) {
-    sc_.lane_prev[g] = sc_.lane_pos[g];
-    sc_.lane_pos[g] = sc_.lane_pose[g];
-  }
-  for (int g = layout_.first_bone_group; g < groups; ++g) {
-    const SpringLaneLayout::Group& group = layout_.groups[g];
-    V4 p = lanes::Load(sc_.lane_pos[g]);
-    const V4 last = p;
-    V4 velocity =
-        (p - lanes::Load(sc_.lane_prev[g])) * lanes::Load(group.velocity_keep);
-    if (m.windy) {
-      lanes::Block1 gust;
-      for (int k = 0; k < lanes::kWidth; ++k) {
-        gust.v[k] = sc_.gusts[group.chain[k]];
-      }
-      velocity = velocity + m.wind_step * lanes::LoadScalars(gust);
-    }
-    lanes::Store(sc_.lane_prev[g], last);
-    p = p + velocity;
-    if (m.follow) {
-      p = p + m.move * lanes::Load(group.keep_location);
-      // turn * last, summed in Eigen's order.
-      const V4 turned =
-          m.turn[0] * last.x + (m.turn[1] * last.y + m.turn[2] * last.z);
-      p = p + (turned - last) * lanes::Load(group.keep_rotation);
-    }
-    p = p + m.constant_step;
-    const V4 parent = Parents(sc_.lane_pos, group);
-    const V4 pose_bone =
-        lanes::Load(sc_.lane_pose[g]) - Parents(sc_.lane_pose, group);
-    const F4 pose_len = lanes::Norm(pose_bone);
-    lanes::Store(sc_.lane_pose_bone[g], pose_bone);
-    lanes::Store(sc_.lane_pose_len[g], pose_len);
-    p = p + (parent + pose_bone - p) * lanes::Load(group.stiffness_pull);
-    lanes::Store(sc_.lane_pos[g], ConstrainLanes(group, particles_, p, parent,
-                                                 pose_bone, pose_len));
-  }
-}
-
-// Colliders, then the angle limit and length restore again, with
-// collisions resolved as far as the limit and the length allow. A bone no
-// collider touched whose parent ended where it was (within 1e-6 of the
-// bone's length) is already limited, at length and clear: the second pass
-// would not move it, so it is skipped.
-void Solver::Collide() {
-  const int groups = static_cast<int>(layout_.groups.size());
-  sc_.lane_settled.assign(sc_.lane_pos.begin(), sc_.lane_pos.end());
-  sc_.lane_moved.assign(groups, 0);
-  for (int g = layout_.first_bone_group; g < groups; ++g) {
-    const SpringLaneLayout::Group& group = layout_.groups[g];
-    V4 p = lanes::Load(sc_.lane_pos[g]);
-    const M4 moved = PushOutOfCollidersLanes(sc_.lane_colliders,
-                                             lanes::Load(group.radius), &p);
-    lanes::Store(sc_.lane_pos[g], p);
-    sc_.lane_moved[g] = static_cast<uint8_t>(lanes::Bits(moved) & group.real);
-  }
-  for (int g = layout_.first_bone_group; g < groups; ++g) {
-    const SpringLaneLayout::Group& group = layout_.groups[g];
-    int parent_moved = 0;
-    if (group.parent_group >= 0) {
-      parent_moved = sc_.lane_moved[group.parent_group];
-    } else {
-      for (int k = 0; k < lanes::kWidth; ++k) {
-        const int slot = group.parent_slot[k];
-        parent_moved |=
-            ((sc_.lane_moved[slot / lanes::kWidth] >> (slot % lanes::kWidth)) &
-             1)
-            << k;
-      }
-    }
-    const int resolve = (sc_.lane_moved[g] | parent_moved) & group.real;
-    if (resolve != 0) ResolveGroup(g, resolve);
-  }
-}
-
-// The final word on the lanes in `lanes_to_resolve`: angle limit and length
-// restore; then, for bones overlapping a collider, one round of push-out,
-// angle limit and length restore (enough for a bone that simply went in);
-// bones still inside after it go to TurnOutAlongArc. Records which lanes
-// ended away from where the push-out pass left them.
-void Solver::ResolveGroup(int g, int lanes_to_resolve) {
-  const SpringLaneLayout::Group& group = layout_.groups[g];
-  const M4 resolve = lanes::MaskFromBits(lanes_to_resolve);
-  const F4 radius = lanes::Load(group.radius);
-  const V4 parent = Parents(sc_.lane_pos, group);
-  const V4 pose_bone = lanes::Load(sc_.lane_pose_bone[g]);
-  const F4 pose_len = lanes::Load(sc_.lane_pose_len[g]);
-  const V4 start = lanes::Load(sc_.lane_pos[g]);
-  V4 p = ConstrainLanes(group, particles_, start, parent, pose_bone, pose_len);
-  // Most bones resolved here are clear.
-  const M4 overlap = resolve & AnyPenetrationLanes(sc_.lane_colliders, radius,
-                                                   p, SlopLanes(p));
-  if (lanes::Any(overlap)) {
-    V4 q = p;
-    PushOutOfCollidersLanes(sc_.lane_colliders, radius, &q);
-    q = ConstrainLanes(group, particles_, q, parent, pose_bone, pose_len);
-    // Positive overlaps come from colliders within reach, so the culled
-    // form gives the exact value whenever it matters (> 0).
-    F4 deepest = lanes::Splat(-1.0f);
-    const F4 f_lo = DeepestPenetrationLanes(sc_.lane_colliders, radius, q,
-                                            SlopLanes(q), true, &deepest);
-    p = lanes::Select(overlap, q, p);
-    const int stuck = lanes::Bits(overlap & (f_lo > lanes::Splat(0.0f)));
-    if (stuck != 0 && (stuck & (stuck - 1)) == 0) {
-      // One bone: the scalar search.
-      const int k = std::countr_zero(static_cast<unsigned>(stuck));
-      lanes::Block3 out;
-      lanes::Store(out, p);
-      lanes::Set(out, k,
-                 TurnOutAlongArcScalar(
-                     particles_[group.particle[k]], lanes::Lane(q, k),
-                     lanes::Lane(parent, k), lanes::Lane(pose_bone, k),
-                     lanes::Lane(pose_len, k), lanes::Lane(f_lo, k),
-                     static_cast<int>(lanes::Lane(deepest, k)), sc_.colliders));
-      p = lanes::LoadScalars(out);
-    } else if (stuck != 0) {
-      p = lanes::Select(lanes::MaskFromBits(stuck),
-                        TurnOutAlongArc(group, stuck, q, parent, pose_bone,
-                                        pose_len, f_lo, deepest),
-                        p);
-    }
-  }
-  p = lanes::Select(resolve, p, start);
-  lanes::Store(sc_.lane_pos[g], p);
-  const F4 tolerance = lanes::Splat(1e-6f) * pose_len;
-  const M4 away = lanes::SquaredNorm(p - lanes::Load(sc_.lane_settled[g])) >
-                  tolerance * tolerance;
-  sc_.lane_moved[g] =
-      static_cast<uint8_t>((sc_.lane_moved[g] & ~lanes_to_resolve) |
-                           (lanes::Bits(away) & lanes_to_resolve));
-}
-
-// KawaiiPhysics' ApplySimulateResult for four joints with one simulated
-// child each: the model rotation turned by the shortest arc from the
-// animated bone direction to the simulated one.
-void Solver::TurnTowardChildren(const DynamicsState& s,
-                                const SpringLaneLayout::ArcGroup& g,
-                                bool landed_on_frame) {
-  const auto& pose = sc_.pose_cs;
-  const auto& sim = s.positions;
-  const int* i = g.particle;
-  const int* c = g.child;
-  const V4 pose_vec =
-      lanes::Set(pose[c[0]], pose[c[1]], pose[c[2]], pose[c[3]]) -
-      lanes::Set(pose[i[0]], pose[i[1]], pose[i[2]], pose[i[3]]);
-  V4 sim_vec = lanes::Set(sim[c[0]], sim[c[1]], sim[c[2]], sim[c[3]]) -
-               lanes::Set(sim[i[0]], sim[i[1]], sim[i[2]], sim[i[3]]);
-  if (world_) {
-    // Back into component space: Eigen's rotation by the conjugate, then
-    // the mirror of a negative scale.
-    const Eigen::Quaternionf& q = component_.rotation;
-    const V4 axis = lanes::Splat(Eigen::Vector3f(-q.x(), -q.y(), -q.z()));
-    V4 uv = lanes::Cross(axis, sim_vec);
-    uv = uv + uv;
-    sim_vec = (sim_vec + uv * lanes::Splat(q.w())) + lanes::Cross(axis, uv);
-    sim_vec =
-        sim_vec * lanes::Splat(component_.scale.x() < 0.0f ? -1.0f : 1.0f);
-  }
-  // The state may be up to one step older than this frame's pose (the
-  // leftover time): hold the child's angle limit against the pose the
-  // output is built on. When the last step landed on this frame, it
-  // already did.
-  if (!landed_on_frame) {
-    const F4 pose_len = lanes::Norm(pose_vec);
-    lanes::Block3 limited;
-    lanes::Store(limited, sim_vec);
-    for (int k = 0; k < lanes::kWidth; ++k) {
-      Eigen::Vector3f lane = lanes::Get(limited, k);
-      LimitAngle(particles_[g.child[k]], lanes::Lane(pose_vec, k),
-                 lanes::Lane(pose_len, k), &lane);
-      lanes::Set(limited, k, lane);
-    }
-    sim_vec = lanes::Load(limited);
-  }
-  const F4 tiny = lanes::Splat(kTinyLength);
-  const M4 usable = lanes::MaskFromBits(g.real) &
-                    (lanes::Norm(pose_vec) > tiny) &
-                    (lanes::SquaredNorm(sim_vec) > tiny * tiny);
-  const int turned = lanes::Bits(usable);
-  if (turned == 0) return;
-  F4 model[4];
-  lanes::LoadColumns(sc_.rotations[i[0]].coeffs().data(),
-                     sc_.rotations[i[1]].coeffs().data(),
-                     sc_.rotations[i[2]].coeffs().data(),
-                     sc_.rotations[i[3]].coeffs().data(), model);
-  // Unit times unit: normalised once, on the local rotation.
-  const Q4 r = Multiply(ShortestArcLanes(pose_vec, sim_vec, usable),
-                        {model[0], model[1], model[2], model[3]});
-  const std::array<Eigen::Quaternionf, lanes::kWidth> rotations =
-      LaneQuaternions(r);
-  for (int k = 0; k < lanes::kWidth; ++k) {
-    if (!((turned >> k) & 1)) continue;
-    sc_.rotations[i[k]] = rotations[k];
-    sc_.rotated[i[k]] = 1;
-  }
-}
-
-// The last resort for a bone that one round of push-out, angle limit and
-// length restore left inside a collider (the push-out and the angle limit or
-// the length fight, e.g. a cone of allowed directions half inside a sphere):
-// the bone at `p`, overlapping by `f_lo` with collider `deepest` deepest,
-// turns about its parent along a great circle toward that collider's
-// outward direction, and regula falsi (Illinois) finds where it comes free.
-// When no direction within reach is free (the parent itself buried,
-// colliders all around) the bone is left at `p`. The lanes in `stuck`
-// search in lockstep, each stopping on its own; the others are returned
-// unchanged.
-V4 Solver::TurnOutAlongArc(const SpringLaneLayout::Group& g, int stuck,
-                           const V4& p, const V4& parent, const V4& pose_bone,
-                           F4 pose_len, F4 f_lo, F4 deepest) const {
-  const F4 zero = lanes::Splat(0.0f);
-  const F4 tiny = lanes::Splat(kTinyLength);
-  const F4 radius = lanes::Load(g.radius);
-  const F4 length = lanes::Norm(p - parent);
-  M4 active = lanes::MaskFromBits(stuck) & (length > tiny);
-  if (!lanes::Any(active)) return p;
-  // Toward the deepest collider's outward direction at the parent.
-  lanes::Block3 outward;
-  for (int k = 0; k < lanes::kWidth; ++k) {
-    const int c = static_cast<int>(lanes::Lane(deepest, k));
-    lanes::Set(outward, k,
-               ((stuck >> k) & 1) && c >= 0
-                   ? OutwardDirection(sc_.colliders[c], lanes::Lane(parent, k))
-                   : Eigen::Vector3f::UnitZ());
-  }
-  const V4 target = ConstrainLanes(
-      g, particles_, parent + lanes::LoadScalars(outward) * length, parent,
-      pose_bone, pose_len);
-  F4 f_hi = ExactOverlap(radius, target);
-  active = lanes::AndNot(active, f_hi > zero);
-  if (!lanes::Any(active)) return p;
-  // The arc from the bone's direction a toward the target's b:
-  // dir(t) = cos(t angle) a + sin(t angle) perp.
-  const V4 a = (p - parent) / length;
-  const V4 to_target = target - parent;
-  const F4 target2 = lanes::SquaredNorm(to_target);
-  const V4 b = lanes::Select(target2 > zero, to_target / lanes::Sqrt(target2),
-                             to_target);
-  const F4 ab = lanes::Dot(a, b);
-  const F4 sin_ab = lanes::Norm(lanes::Cross(a, b));
-  V4 perp = b - a * ab;
-  const F4 perp_len = lanes::Norm(perp);
-  perp = perp / perp_len;
-  const int searching_bits = lanes::Bits(active);
-  lanes::Block1 angle = {};
-  lanes::Block3 perp_lanes;
-  lanes::Store(perp_lanes, perp);
-  for (int k = 0; k < lanes::kWidth; ++k) {
-    if (!((searching_bits >> k) & 1)) continue;
-    angle.v[k] = std::atan2(lanes::Lane(sin_ab, k), lanes::Lane(ab, k));
-    if (!(lanes::Lane(perp_len, k) > kTinyLength)) {
-      lanes::Set(perp_lanes, k, lanes::Lane(a, k).unitOrthogonal());
-    }
-  }
-  perp = lanes::LoadScalars(perp_lanes);
-  // Invariant: fraction `lo` of the arc overlaps (f_lo > 0), `hi` is clear.
-  F4 lo = zero;
-  F4 hi = lanes::Splat(1.0f);
-  V4 clear = target;
-  const F4 minus_close_enough = lanes::Splat(-1e-4f) * length;
-  // Which end the last step kept: -1 lo, +1 hi.
-  F4 retained = zero;
-  const F4 kept_lo = lanes::Splat(-1.0f);
-  const F4 kept_hi = lanes::Splat(1.0f);
-  const F4 half = lanes::Splat(0.5f);
-  M4 searching = active;
-  for (int it = 0; it < kArcSearchSteps && lanes::Any(searching); ++it) {
-    F4 t = (lo * f_hi - hi * f_lo) / (f_hi - f_lo);
-    t = lanes::Select((t > lo) & (t < hi), t, half * (lo + hi));
-    const F4 phi = t * lanes::LoadScalars(angle);
-    // The library's cos and sin, lane by lane, as the scalar search.
-    lanes::Block1 cos_phi = {}, sin_phi = {};
-    const int bits = lanes::Bits(searching);
-    for (int k = 0; k < lanes::kWidth; ++k) {
-      if (!((bits >> k) & 1)) continue;
-      const float x = lanes::Lane(phi, k);
-      cos_phi.v[k] = std::cos(x);
-      sin_phi.v[k] = std::sin(x);
-    }
-    const V4 x = parent + (a * lanes::LoadScalars(cos_phi) +
-                           perp * lanes::LoadScalars(sin_phi)) *
-                              length;
-    const F4 f = ExactOverlap(radius, x);
-    const M4 over = searching & (f > zero);
-    const M4 free = lanes::AndNot(searching, f > zero);
-    // Overlapping: the low end moves up (Illinois: unstick a kept high end).
-    lo = lanes::Select(over, t, lo);
-    f_lo = lanes::Select(over, f, f_lo);
-    f_hi = lanes::Select(over & (retained == kept_lo), f_hi * half, f_hi);
-    // Clear: the high end moves down; close enough to the surface stops.
-    hi = lanes::Select(free, t, hi);
-    f_hi = lanes::Select(free, f, f_hi);
-    clear = lanes::Select(free, x, clear);
-    const M4 done = free & (f > minus_close_enough);
-    const M4 go_on = lanes::AndNot(free, done);
-    f_lo = lanes::Select(go_on & (retained == kept_hi), f_lo * half, f_lo);
-    retained =
-        lanes::Select(over, kept_lo, lanes::Select(go_on, kept_hi, retained));
-    searching = lanes::AndNot(searching, done);
-  }
-  return lanes::Select(active, clear, p);
-}
-
-void Solver::ApplyToPose(const DynamicsState& s, bool landed_on_frame) {
+void Solver::ApplyToPose(LaneEngine& engine, const DynamicsState& s,
+                         bool landed_on_frame) {
   if (job_.output.data() != job_.input.data()) {
     std::copy(job_.input.begin(), job_.input.end(), job_.output.begin());
   }
@@ -1338,60 +943,25 @@ void Solver::ApplyToPose(const DynamicsState& s, bool landed_on_frame) {
     const SpringParticle& pt = particles_[i];
     if (pt.joint >= 0) sc_.rotations[i] = sc_.model[pt.joint].rotation;
   }
-  for (const SpringLaneLayout::ArcGroup& g : layout_.arc_groups) {
-    TurnTowardChildren(s, g, landed_on_frame);
-  }
-  for (const SpringLaneLayout::OutputGroup& g : layout_.output_groups) {
-    LocalRotations(g);
-  }
+  engine.Apply(s, landed_on_frame);
 }
 
-// The local rotations of four joints from the model-space ones: the
-// parent's rotation (simulated, animated, or none at the root) undone.
-void Solver::LocalRotations(const SpringLaneLayout::OutputGroup& g) {
-  static const Eigen::Quaternionf kIdentity = Eigen::Quaternionf::Identity();
-  int write = 0;
-  const float* parents[lanes::kWidth];
-  const float* children[lanes::kWidth];
-  for (int k = 0; k < lanes::kWidth; ++k) {
-    const int i = g.particle[k];
-    const int pj = g.parent_joint[k];
-    const int pp = g.parent_particle[k];
-    // Neither this joint nor its parent moved: keep the input bit for bit.
-    const bool parent_rotated = pp >= 0 && sc_.rotated[pp];
-    if (((g.real >> k) & 1) && (sc_.rotated[i] || parent_rotated)) {
-      write |= 1 << k;
-    }
-    parents[k] = (pj < 0    ? kIdentity
-                  : pp >= 0 ? sc_.rotations[pp]
-                            : sc_.model[pj].rotation)
-                     .coeffs()
-                     .data();
-    children[k] = sc_.rotations[i].coeffs().data();
-  }
-  if (write == 0) return;
-  F4 p[4], c[4];
-  lanes::LoadColumns(parents[0], parents[1], parents[2], parents[3], p);
-  lanes::LoadColumns(children[0], children[1], children[2], children[3], c);
-  const Q4 local = Normalized(
-      Multiply(Conjugate({p[0], p[1], p[2], p[3]}), {c[0], c[1], c[2], c[3]}));
-  const std::array<Eigen::Quaternionf, lanes::kWidth> rotations =
-      LaneQuaternions(local);
-  for (int k = 0; k < lanes::kWidth; ++k) {
-    if ((write >> k) & 1) job_.output[g.joint[k]].rotation = rotations[k];
-  }
-}
-
-void Solver::Run(bool initialize, DynamicsState& s, SpringBonesReport& report) {
+void Solver::Prepare(bool initialize, DynamicsState& s,
+                     SpringBonesReport& report) {
   ComputeAnimatedPose();
-  Transform from = component_;
+  from_ = component_;
   if (initialize) {
     Initialize(s);
     report.initialized = true;
   } else {
-    from = HandleTeleport(s, report);
+    from_ = HandleTeleport(s, report);
   }
   PlaceColliders();
+}
+
+void Solver::Simulate(LaneEngine& engine, DynamicsState& s,
+                      SpringBonesReport& report) {
+  const Transform& from = from_;
 
   // Fixed steps. The state holds the time since its last step (the
   // leftover) and the component transform and animated pose at that step:
@@ -1413,7 +983,7 @@ void Solver::Run(bool initialize, DynamicsState& s, SpringBonesReport& report) {
   const bool moving = !(from == component_);
   Transform step_from = from;
   float alpha = 0.0f;
-  if (steps > 0) LoadLanes(s);
+  if (steps > 0) engine.Load(s);
   for (int k = 1; k <= steps; ++k) {
     alpha = 1.0f;
     if (total > 0.0f) {
@@ -1423,10 +993,10 @@ void Solver::Run(bool initialize, DynamicsState& s, SpringBonesReport& report) {
     const Transform step_to = moving && alpha < 1.0f
                                   ? Interpolate(from, component_, alpha)
                                   : component_;
-    Step(s, step_from, step_to, alpha);
+    Step(engine, s, step_from, step_to, alpha);
     step_from = step_to;
   }
-  if (steps > 0) StoreLanes(s);
+  if (steps > 0) engine.Store(s);
   report.substeps = steps;
 
   // The new anchor: the last step (unchanged when no step was taken).
@@ -1439,9 +1009,8 @@ void Solver::Run(bool initialize, DynamicsState& s, SpringBonesReport& report) {
                         : Eigen::Vector3f(a + (sc_.pose_cs[i] - a) * alpha);
     }
   }
-  ApplyToPose(s, steps > 0 && alpha == 1.0f);
+  ApplyToPose(engine, s, steps > 0 && alpha == 1.0f);
 }
-
 // Cheap screen of a pose: every value finite and every rotation of unit
 // norm within a slightly tighter tolerance than ValidateTransform's, with
 // no square roots. When it fails, ValidatePose decides and explains.
@@ -1659,6 +1228,10 @@ absl::StatusOr<SpringRig> SpringRig::Create(const Skeleton& skeleton,
   return rig;
 }
 
+bool SpringRig::prefers_wide_lanes() const {
+  return lanes_ != nullptr && lanes_->prefer_wide;
+}
+
 absl::Status SpringBonesJob::Validate() const {
   if (skeleton == nullptr) {
     return absl::InvalidArgumentError("spring_bones.skeleton: not set");
@@ -1781,9 +1354,21 @@ absl::Status SpringBonesJob::Run() const {
   r = SpringBonesReport();
   // A default-constructed rig has no layout (and no particles).
   static const SpringLaneLayout kNoLanes;
-  Solver solver(*this, rig->lanes_ != nullptr ? *rig->lanes_ : kNoLanes,
-                scratch != nullptr ? *scratch : local_scratch);
-  solver.Run(initialize, s, r);
+  const SpringLaneLayout& layout =
+      rig->lanes_ != nullptr ? *rig->lanes_ : kNoLanes;
+  SpringBonesScratch& sc = scratch != nullptr ? *scratch : local_scratch;
+  Solver solver(*this, sc);
+  solver.Prepare(initialize, s, r);
+  // The width is chosen once per solve; both give the same bits.
+#if POSEWIRE_SPRING_AVX2
+  if (layout.prefer_wide && ActiveSimdLevel() == SimdLevel::kAvx2) {
+    wide::Engine engine(*this, layout.wide, sc, sc.wide_lanes);
+    solver.Simulate(engine, s, r);
+    return absl::OkStatus();
+  }
+#endif
+  narrow::Engine engine(*this, layout.narrow, sc, sc.lanes);
+  solver.Simulate(engine, s, r);
   return absl::OkStatus();
 }
 

@@ -24,6 +24,12 @@
 // (KawaiiPhysics' ApplySimulateResult); joints with several simulated
 // children keep their animated model-space rotation.
 //
+// Performance: particles are solved in SIMD lanes, four at a time with SSE2
+// (baseline x86-64) or, on CPUs with AVX2 and for rigs whose levels hold 16
+// or more particles on average, eight at a time; the results are
+// bit-identical either way (see SpringLaneLayout), so machines with and
+// without AVX2 agree.
+//
 // Differences from the plugin, all for a stateless, frame-rate-independent
 // service: fixed-step substepping with the leftover time carried in the
 // state (the target rate replaces the plugin's TargetFramerate; each step
@@ -174,7 +180,12 @@ struct SpringParticle {
   float cos_limit = -1, sin_limit = 0;  // of limit_angle; unused if 0
 };
 
-// The particles arranged for the four-lane solver (spring_bones.cc).
+// The particles arranged in SIMD lanes, level by level (spring_bones.cc):
+// groups of four for the SSE2 kernels and of eight for the AVX2 ones. A
+// solve uses eight lanes only when ActiveSimdLevel() is kAvx2 and the rig
+// prefers them (SpringRig::prefers_wide_lanes); both give the same bits
+// (spring_lanes.h says why; spring_bones_test compares them on every
+// feature).
 struct SpringLaneLayout;
 
 // A validated rig: the particles of every chain, resolved once so a frame
@@ -203,6 +214,11 @@ class SpringRig {
   uint64_t fingerprint() const { return fingerprint_; }
   // The skeleton hierarchy the rig was built for.
   absl::Span<const int> skeleton_parents() const { return skeleton_parents_; }
+  // Whether solves of this rig use the eight-lane AVX2 kernels when
+  // ActiveSimdLevel() allows: only for rigs whose levels (particles of one
+  // depth) hold 16 or more particles on average, where they are faster (see
+  // SpringLaneLayout). Either way the results are the same bits.
+  bool prefers_wide_lanes() const;
 
  private:
   friend struct SpringBonesJob;
@@ -258,6 +274,21 @@ struct SpringBonesReport {
   bool time_clamped = false;
 };
 
+// The lane width of the AVX2 path (spring_lanes_avx2.inc).
+inline constexpr int kSpringWideLanes = 8;
+
+// The particles in lanes of W, one block per group of SpringLaneLayout.
+template <int W>
+struct SpringLaneBuffers {
+  std::vector<lanes::Block3T<W>> pos;
+  std::vector<lanes::Block3T<W>> prev;
+  std::vector<lanes::Block3T<W>> pose;
+  std::vector<lanes::Block3T<W>> pose_bone;
+  std::vector<lanes::Block3T<W>> settled;
+  std::vector<lanes::Block1T<W>> pose_len;
+  std::vector<uint8_t> moved;  // lane bits per group
+};
+
 // Reusable buffers, so a steady stream of solves does not allocate. Holds no
 // meaning between calls; one per thread.
 struct SpringBonesScratch {
@@ -269,14 +300,10 @@ struct SpringBonesScratch {
   std::vector<PlacedCollider> colliders;
   std::vector<LaneCollider> lane_colliders;
   std::vector<float> gusts;
-  // The simulation in lanes of four particles (see SpringLaneLayout).
-  std::vector<lanes::Block3> lane_pos;
-  std::vector<lanes::Block3> lane_prev;
-  std::vector<lanes::Block3> lane_pose;
-  std::vector<lanes::Block3> lane_pose_bone;
-  std::vector<lanes::Block3> lane_settled;
-  std::vector<lanes::Block1> lane_pose_len;
-  std::vector<uint8_t> lane_moved;  // lane bits per group
+  // The simulation in lanes, at the width the solve runs (see
+  // SpringLaneBuffers).
+  SpringLaneBuffers<lanes::kWidth> lanes;
+  SpringLaneBuffers<kSpringWideLanes> wide_lanes;
 };
 
 struct SpringBonesJob {

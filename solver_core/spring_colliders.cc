@@ -10,9 +10,7 @@
 namespace posewire {
 namespace {
 
-// Below this distance a direction is considered undefined and a fixed
-// fallback direction is used instead.
-constexpr float kTinyDistance = 1e-12f;
+constexpr float kTinyDistance = kColliderTinyDistance;
 
 std::string Label(int index, ColliderShape shape) {
   return absl::StrCat("spring_bones.colliders[", index, "] (",
@@ -339,175 +337,6 @@ bool AnyPenetration(absl::Span<const PlacedCollider> colliders,
   return false;
 }
 
-// ---------------------------------------------------------------------------
-// Lane kernels: each mirrors its scalar counterpart above operation by
-// operation. Both sides of a branch are computed and the lanes select; the
-// values of the side not taken are never used (they may be NaN or infinite
-// where the scalar code would not have computed them).
-
-namespace {
-
-using lanes::F4;
-using lanes::M4;
-using lanes::V4;
-
-M4 MayTouchLanes(const LaneCollider& c, F4 bone_radius, const V4& p) {
-  const F4 reach = c.bound + bone_radius;
-  return lanes::SquaredNorm(p - c.center) <= reach * reach;
-}
-
-V4 PushToDistanceLanes(const V4& anchor, F4 limit, const V4& fallback,
-                       const V4& p) {
-  const V4 d = p - anchor;
-  const F4 dist = lanes::Norm(d);
-  const V4 dir =
-      lanes::Select(dist > lanes::Splat(kTinyDistance), d / dist, fallback);
-  return anchor + dir * limit;
-}
-
-// std::clamp(v, lo, hi).
-F4 Clamp(F4 v, F4 lo, F4 hi) { return lanes::Min(lanes::Max(v, lo), hi); }
-
-V4 ClosestOnCapsuleAxisLanes(const LaneCollider& c, const V4& p) {
-  const F4 t = Clamp(lanes::Dot(c.direction, p - c.center), -c.half_length,
-                     c.half_length);
-  return c.center + c.direction * t;
-}
-
-// axes^T (p - center): the point in box coordinates.
-V4 BoxLocal(const LaneCollider& c, const V4& p) {
-  const V4 d = p - c.center;
-  return {lanes::Dot(c.axes[0], d), lanes::Dot(c.axes[1], d),
-          lanes::Dot(c.axes[2], d)};
-}
-
-// center + axes local, summed in Eigen's order.
-V4 BoxToSim(const LaneCollider& c, const V4& local) {
-  return c.center +
-         (c.axes[0] * local.x + (c.axes[1] * local.y + c.axes[2] * local.z));
-}
-
-// NearestFace and the exit through it, for points inside the box.
-V4 LeaveThroughNearestFace(const LaneCollider& c, F4 bone_radius,
-                           const V4& local) {
-  const V4& half = c.half_extents;
-  const F4 gap_x = half.x - lanes::Abs(local.x);
-  const F4 gap_y = half.y - lanes::Abs(local.y);
-  const F4 gap_z = half.z - lanes::Abs(local.z);
-  const M4 y_nearer = gap_y < gap_x;
-  const F4 best = lanes::Select(y_nearer, gap_y, gap_x);
-  const M4 on_z = gap_z < best;
-  const M4 on_y = lanes::AndNot(y_nearer, on_z);
-  const M4 on_x = lanes::Not(on_y | on_z);
-  const F4 zero = lanes::Splat(0.0f);
-  const F4 one = lanes::Splat(1.0f);
-  const F4 minus_one = lanes::Splat(-1.0f);
-  auto exit = [&](F4 l, F4 h) {
-    return lanes::Select(l < zero, minus_one, one) * (h + bone_radius);
-  };
-  return {lanes::Select(on_x, exit(local.x, half.x), local.x),
-          lanes::Select(on_y, exit(local.y, half.y), local.y),
-          lanes::Select(on_z, exit(local.z, half.z), local.z)};
-}
-
-// PushOut on the lanes in `touch`: returns the lanes it moved and moves them
-// in `p`. The new positions are only computed when some lane moves (most
-// colliders within reach of a bone do not actually hold it).
-M4 PushOutLanes(const LaneCollider& c, F4 bone_radius, M4 touch, V4* p) {
-  M4 pushed;
-  switch (c.shape) {
-    case ColliderShape::kSphere: {
-      const F4 dist = lanes::Norm(*p - c.center);
-      F4 limit;
-      if (c.keep_inside) {
-        limit = lanes::Max(c.radius - bone_radius, lanes::Splat(0.0f));
-        pushed = touch & lanes::Not(dist <= limit);
-      } else {
-        limit = c.radius + bone_radius;
-        pushed = touch & lanes::Not(dist >= limit);
-      }
-      if (!lanes::Any(pushed)) return pushed;
-      *p = lanes::Select(
-          pushed, PushToDistanceLanes(c.center, limit, c.fallback, *p), *p);
-      return pushed;
-    }
-    case ColliderShape::kCapsule: {
-      const V4 closest = ClosestOnCapsuleAxisLanes(c, *p);
-      const F4 limit = c.radius + bone_radius;
-      pushed = touch & lanes::Not(lanes::Norm(*p - closest) >= limit);
-      if (!lanes::Any(pushed)) return pushed;
-      *p = lanes::Select(
-          pushed, PushToDistanceLanes(closest, limit, c.fallback, *p), *p);
-      return pushed;
-    }
-    case ColliderShape::kBox: {
-      const V4 local = BoxLocal(c, *p);
-      const V4 clamped = {Clamp(local.x, -c.half_extents.x, c.half_extents.x),
-                          Clamp(local.y, -c.half_extents.y, c.half_extents.y),
-                          Clamp(local.z, -c.half_extents.z, c.half_extents.z)};
-      const V4 d = local - clamped;
-      const F4 dist = lanes::Norm(d);
-      const M4 outside = dist > lanes::Splat(0.0f);
-      const M4 inside = lanes::AndNot(touch, outside);
-      pushed = inside | (touch & lanes::Not(dist >= bone_radius));
-      if (!lanes::Any(pushed)) return pushed;
-      // Centre outside the box: keep bone_radius from the closest point.
-      V4 moved = clamped + d * (bone_radius / dist);
-      if (lanes::Any(inside)) {
-        moved = lanes::Select(outside, moved,
-                              LeaveThroughNearestFace(c, bone_radius, local));
-      }
-      *p = lanes::Select(pushed, BoxToSim(c, moved), *p);
-      return pushed;
-    }
-    case ColliderShape::kPlane: {
-      const F4 signed_dist = lanes::Dot(c.direction, *p - c.center);
-      pushed = touch & lanes::Not(signed_dist >= bone_radius);
-      if (!lanes::Any(pushed)) return pushed;
-      *p = lanes::Select(pushed, *p + c.direction * (bone_radius - signed_dist),
-                         *p);
-      return pushed;
-    }
-  }
-  return lanes::NoLanes();
-}
-
-F4 DepthLanes(const LaneCollider& c, F4 bone_radius, const V4& p) {
-  switch (c.shape) {
-    case ColliderShape::kSphere: {
-      const F4 dist = lanes::Norm(p - c.center);
-      if (c.keep_inside) {
-        return dist - lanes::Max(c.radius - bone_radius, lanes::Splat(0.0f));
-      }
-      return c.radius + bone_radius - dist;
-    }
-    case ColliderShape::kCapsule:
-      return c.radius + bone_radius -
-             lanes::Norm(p - ClosestOnCapsuleAxisLanes(c, p));
-    case ColliderShape::kBox: {
-      const V4 local = BoxLocal(c, p);
-      const V4 abs = {lanes::Abs(local.x), lanes::Abs(local.y),
-                      lanes::Abs(local.z)};
-      const F4 zero = lanes::Splat(0.0f);
-      const V4 outside = {lanes::Max(abs.x - c.half_extents.x, zero),
-                          lanes::Max(abs.y - c.half_extents.y, zero),
-                          lanes::Max(abs.z - c.half_extents.z, zero)};
-      const F4 outside2 = lanes::SquaredNorm(outside);
-      const V4 gap = c.half_extents - abs;
-      // minCoeff reduces as min(x, min(y, z)).
-      const F4 inside_depth =
-          bone_radius + lanes::Min(gap.x, lanes::Min(gap.y, gap.z));
-      return lanes::Select(outside2 > zero, bone_radius - lanes::Sqrt(outside2),
-                           inside_depth);
-    }
-    case ColliderShape::kPlane:
-      return bone_radius - lanes::Dot(c.direction, p - c.center);
-  }
-  return lanes::Splat(0.0f);
-}
-
-}  // namespace
-
 LaneCollider SplatCollider(const PlacedCollider& c) {
   LaneCollider out;
   out.shape = c.shape;
@@ -527,51 +356,9 @@ LaneCollider SplatCollider(const PlacedCollider& c) {
   return out;
 }
 
-F4 SlopLanes(const V4& p) {
-  const F4 largest =
-      lanes::Max(lanes::Abs(p.x), lanes::Max(lanes::Abs(p.y), lanes::Abs(p.z)));
-  return lanes::Splat(1e-6f) * (lanes::Splat(1.0f) + largest);
-}
-
-M4 PushOutOfCollidersLanes(absl::Span<const LaneCollider> colliders,
-                           F4 bone_radius, V4* position) {
-  M4 moved = lanes::NoLanes();
-  for (const LaneCollider& c : colliders) {
-    const M4 touch = MayTouchLanes(c, bone_radius, *position);
-    if (!lanes::Any(touch)) continue;
-    moved = moved | PushOutLanes(c, bone_radius, touch, position);
-  }
-  return moved;
-}
-
-M4 AnyPenetrationLanes(absl::Span<const LaneCollider> colliders, F4 bone_radius,
-                       const V4& position, F4 slop) {
-  M4 any = lanes::NoLanes();
-  for (const LaneCollider& c : colliders) {
-    const M4 touch = MayTouchLanes(c, bone_radius, position);
-    if (!lanes::Any(touch)) continue;
-    const F4 depth = DepthLanes(c, bone_radius, position) - slop;
-    any = any | (touch & (depth > lanes::Splat(0.0f)));
-    if (lanes::Bits(any) == 0xF) break;
-  }
-  return any;
-}
-
-F4 DeepestPenetrationLanes(absl::Span<const LaneCollider> colliders,
-                           F4 bone_radius, const V4& position, F4 slop,
-                           bool cull, F4* deepest) {
-  F4 worst = lanes::Splat(-std::numeric_limits<float>::max());
-  for (size_t c = 0; c < colliders.size(); ++c) {
-    const M4 tested = cull ? MayTouchLanes(colliders[c], bone_radius, position)
-                           : lanes::AllLanes();
-    if (!lanes::Any(tested)) continue;
-    const F4 depth = DepthLanes(colliders[c], bone_radius, position) - slop;
-    const M4 deeper = tested & (depth > worst);
-    worst = lanes::Select(deeper, depth, worst);
-    *deepest =
-        lanes::Select(deeper, lanes::Splat(static_cast<float>(c)), *deepest);
-  }
-  return worst;
-}
+// The four-lane kernels (the public ones of spring_colliders.h); the same
+// source gives spring_bones.cc its eight-lane AVX2 kernels.
+namespace L = lanes;
+#include "solver_core/spring_collider_lanes.inc"
 
 }  // namespace posewire

@@ -153,7 +153,13 @@ bool AnyPenetration(absl::Span<const PlacedCollider> colliders,
 // Four bone spheres at once, one per lane (lane k has bone radius lane k).
 // Each lane gets exactly the bits the one-point functions above give for
 // it: the same operations in the same order, branches turned into lane
-// selections.
+// selections. The source is spring_collider_lanes.inc, which spring_bones.cc
+// also compiles at eight lanes for its AVX2 path (same bits per lane).
+
+// Below this distance a direction is considered undefined and a fixed
+// fallback direction is used instead (shared by the scalar kernels and the
+// lane kernels of every width).
+inline constexpr float kColliderTinyDistance = 1e-12f;
 
 // A placed collider with every value broadcast to the four lanes, built
 // once per frame.

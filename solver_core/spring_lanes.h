@@ -1,6 +1,19 @@
 // Four-lane float arithmetic for the spring-bone solver: four particles (or
 // four bones) computed at once, one per lane.
 //
+// The solver's lane kernels (spring_collider_lanes.inc,
+// spring_bone_lanes.inc) are written once against the names of this
+// namespace (F, M, V, Load, Select, ...) and compiled twice: with these
+// four-lane SSE2 types, and with the eight-lane AVX2 types of
+// spring_lanes_avx2.inc inside a `#pragma GCC target("avx2")` region of
+// spring_bones.cc, picked at run time (ActiveSimdLevel) for rigs wide
+// enough to gain from it (SpringRig::prefers_wide_lanes). Both widths give
+// the same bits: each lane performs the same IEEE operations in the same
+// order whatever the width (eight-lane vaddps, vmulps, vdivps, vsqrtps round
+// exactly as their SSE forms; no FMA), and a lane only ever reads its own
+// particle, its parent (in a group finished before) and values broadcast to
+// all lanes, so which particles share a register changes nothing.
+//
 // Every operation is the IEEE operation the scalar code performs, lane by
 // lane, so a kernel written with these types gives the same bits as the
 // scalar code it mirrors as long as it applies the same operations in the
@@ -220,17 +233,24 @@ struct V4 {
   F4 x, y, z;
 };
 
-// Four 3-vectors as stored: the x, y and z lanes one after the other.
-struct alignas(16) Block3 {
-  float x[kWidth];
-  float y[kWidth];
-  float z[kWidth];
+// W 3-vectors as stored: the x, y and z lanes one after the other. Plain
+// floats, so the same type serves the four-lane kernels (W = 4) and the
+// eight-lane AVX2 ones (W = 8, spring_lanes_avx2.inc).
+template <int W>
+struct alignas(4 * W) Block3T {
+  float x[W];
+  float y[W];
+  float z[W];
 };
 
-// Four floats as stored.
-struct alignas(16) Block1 {
-  float v[kWidth];
+// W floats as stored.
+template <int W>
+struct alignas(4 * W) Block1T {
+  float v[W];
 };
+
+using Block3 = Block3T<kWidth>;
+using Block1 = Block1T<kWidth>;
 
 inline F4 Load(const Block1& b) { return Load(b.v); }
 // A block just written lane by lane: read back lane by lane (a whole-vector
@@ -294,6 +314,25 @@ inline void Set(Block3& b, int k, const Eigen::Vector3f& v) {
   b.x[k] = v.x();
   b.y[k] = v.y();
   b.z[k] = v.z();
+}
+
+// The names the width-generic kernels (spring_*_lanes.inc) use: the same
+// code compiles against this namespace and against lanes_avx2.
+using F = F4;
+using M = M4;
+using V = V4;
+// Bits(m) with every lane set.
+inline constexpr int kAllBits = (1 << kWidth) - 1;
+// Per-frame values broadcast to four lanes (LaneCollider) as this width's
+// lanes: already are.
+inline F4 Wide(F4 a) { return a; }
+inline const V4& Wide(const V4& v) { return v; }
+// a[i[0]], ..., a[i[3]] into lanes.
+inline V4 Gather(const Eigen::Vector3f* a, const int* i) {
+  return Set(a[i[0]], a[i[1]], a[i[2]], a[i[3]]);
+}
+inline void LoadColumns(const float* const rows[kWidth], F4 out[4]) {
+  LoadColumns(rows[0], rows[1], rows[2], rows[3], out);
 }
 
 }  // namespace lanes

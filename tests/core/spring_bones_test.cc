@@ -11,6 +11,7 @@
 #include <Eigen/Geometry>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "solver_core/dynamics_state.h"
 #include "solver_core/io/bvh_reader.h"
 #include "solver_core/pose.h"
+#include "solver_core/simd_level.h"
 #include "solver_core/skeleton.h"
 #include "solver_core/spring_colliders.h"
 
@@ -966,6 +968,29 @@ TEST(SpringBones, ExcludedBonesKeepTheirAnimationAndFollowTheirParent) {
 // that may couple the chains: each chain solved with all the others gives
 // the same bits as the chain solved alone, also while it presses on
 // colliders of every shape.
+// A sphere body, capsule hips and box pack (fixed in the component) and a
+// world floor plane, around the test rigs.
+struct BodyColliders {
+  SpringCollider body, hips, pack, floor;
+};
+BodyColliders MakeBodyColliders() {
+  BodyColliders c;
+  c.body.offset.translation = Eigen::Vector3f(0, 20, 0);
+  c.body.radius = 9.0f;
+  c.hips.shape = ColliderShape::kCapsule;
+  c.hips.offset.translation = Eigen::Vector3f(0, 8, 0);
+  c.hips.axis = Eigen::Vector3f::UnitX();
+  c.hips.radius = 6.0f;
+  c.pack.shape = ColliderShape::kBox;
+  c.pack.offset.translation = Eigen::Vector3f(0, 20, -10);
+  c.pack.offset.rotation = Eigen::AngleAxisf(0.3f, Eigen::Vector3f::UnitY());
+  c.pack.half_extents = Eigen::Vector3f(6, 8, 3);
+  c.floor.shape = ColliderShape::kPlane;
+  c.floor.attachment = ColliderAttachment::kWorld;
+  c.floor.axis = Eigen::Vector3f::UnitY();
+  return c;
+}
+
 TEST(SpringBones, ChainsSolvedTogetherMatchEachChainSolvedAlone) {
   SkeletonDesc d;
   d.joint_names.push_back("body");
@@ -1005,23 +1030,7 @@ TEST(SpringBones, ChainsSolvedTogetherMatchEachChainSolvedAlone) {
   ASSERT_TRUE(created.ok()) << created.status();
   const Skeleton skeleton = *std::move(created);
 
-  SpringCollider body;
-  body.offset.translation = Eigen::Vector3f(0, 20, 0);
-  body.radius = 9.0f;
-  SpringCollider hips;
-  hips.shape = ColliderShape::kCapsule;
-  hips.offset.translation = Eigen::Vector3f(0, 8, 0);
-  hips.axis = Eigen::Vector3f::UnitX();
-  hips.radius = 6.0f;
-  SpringCollider pack;
-  pack.shape = ColliderShape::kBox;
-  pack.offset.translation = Eigen::Vector3f(0, 20, -10);
-  pack.offset.rotation = Eigen::AngleAxisf(0.3f, Eigen::Vector3f::UnitY());
-  pack.half_extents = Eigen::Vector3f(6, 8, 3);
-  SpringCollider floor;
-  floor.shape = ColliderShape::kPlane;
-  floor.attachment = ColliderAttachment::kWorld;
-  floor.axis = Eigen::Vector3f::UnitY();
+  const auto [body, hips, pack, floor] = MakeBodyColliders();
 
   auto make_desc = [](std::vector<std::string> root_joints) {
     SpringRigDesc desc;
@@ -1370,6 +1379,290 @@ TEST_F(SpringBonesValidation, RejectsAStateThatDoesNotMatchTheRig) {
   job = Job();
   job.rig = &other_rig;
   EXPECT_THAT(Error(job), HasSubstr("different skeleton"));
+}
+
+// ---------------------------------------------------------------------------
+// SIMD levels. The solver runs its lanes four wide (SSE2, baseline x86-64)
+// or, on CPUs with AVX2 and rigs with wide enough levels, eight wide; both
+// must give the same bits, so a server and a client on different CPUs agree.
+
+// Caps the SIMD level for a test and restores the level that was active.
+class ScopedMaxSimdLevel {
+ public:
+  ScopedMaxSimdLevel() : saved_(ActiveSimdLevel()) {}
+  ~ScopedMaxSimdLevel() { SetMaxSimdLevel(saved_); }
+  ScopedMaxSimdLevel(const ScopedMaxSimdLevel&) = delete;
+  ScopedMaxSimdLevel& operator=(const ScopedMaxSimdLevel&) = delete;
+
+ private:
+  SimdLevel saved_;
+};
+
+struct LevelScenario {
+  std::string name;
+  int chains = 8;
+  bool branch = false;  // side branches and an excluded accessory
+  bool inward = false;  // every other chain's pose leans into the body
+  SpringRigDesc desc;
+  int colliders = 0x3f;  // bits of LevelColliders
+  float scale = 1.0f;    // uniform component scale (may mirror)
+  bool wind = false;
+  bool external_world = false;
+  bool teleports = false;
+  bool animate = true;
+};
+
+// A body with `chains` chains of 2 to 8 bones around it (ragged levels, so
+// groups have padding lanes), optionally with side branches (parents in
+// other lanes) and an excluded accessory.
+Skeleton MakeFan(int chains, bool branch, bool inward,
+                 std::vector<std::string>* roots) {
+  SkeletonDesc d;
+  d.joint_names.push_back("body");
+  d.parents.push_back(kNoParent);
+  d.rest_pose.push_back(Transform::Identity());
+  for (int c = 0; c < chains; ++c) {
+    const float angle =
+        2.0f * kPi * static_cast<float>(c) / static_cast<float>(chains);
+    const Eigen::Vector3f out(std::cos(angle), 0.0f, std::sin(angle));
+    const int length = 2 + (c * 5) % 7;
+    const float lean = inward && c % 2 == 1 ? -1.2f : 0.8f;
+    int fork = -1;
+    for (int b = 0; b <= length; ++b) {
+      const std::string name = absl::StrCat("c", c, "_", b);
+      if (b == 0) roots->push_back(name);
+      d.joint_names.push_back(name);
+      d.parents.push_back(b == 0 ? 0 : static_cast<int>(d.parents.size()) - 1);
+      Transform t;
+      t.translation =
+          b == 0 ? Eigen::Vector3f(out * 10.0f + Eigen::Vector3f(0, 30, 0))
+                 : Eigen::Vector3f(out * lean + Eigen::Vector3f(0, -4, 0));
+      d.rest_pose.push_back(t);
+      if (b == 1) fork = static_cast<int>(d.parents.size()) - 1;
+    }
+    if (branch && c % 3 == 1) {
+      for (int k = 0; k < 3; ++k) {
+        d.joint_names.push_back(absl::StrCat("side", c, "_", k));
+        d.parents.push_back(k == 0 ? fork
+                                   : static_cast<int>(d.parents.size()) - 1);
+        Transform t;
+        t.translation = Eigen::Vector3f(2.0f, -3.0f, 0.5f);
+        d.rest_pose.push_back(t);
+      }
+    }
+    if (branch && c == 0) {
+      d.joint_names.push_back("acc");
+      d.parents.push_back(fork);
+      Transform t;
+      t.translation = Eigen::Vector3f(0, 0, 3);
+      d.rest_pose.push_back(t);
+    }
+  }
+  auto skeleton = Skeleton::Create(std::move(d));
+  EXPECT_TRUE(skeleton.ok()) << skeleton.status();
+  return *std::move(skeleton);
+}
+
+// Every collider type and attachment: sphere, capsule, box (bone), floor
+// plane (world), a keep-inside sphere, a world capsule the walk crosses.
+std::vector<SpringCollider> LevelColliders(int mask) {
+  auto [body, hips, pack, floor] = MakeBodyColliders();
+  pack.attachment = ColliderAttachment::kBone;
+  pack.bone = 0;
+  SpringCollider cage;
+  cage.offset.translation = Eigen::Vector3f(0, 22, 0);
+  cage.radius = 34.0f;
+  cage.keep_inside = true;
+  SpringCollider post;
+  post.shape = ColliderShape::kCapsule;
+  post.attachment = ColliderAttachment::kWorld;
+  post.offset.translation = Eigen::Vector3f(100, 15, 0);
+  post.axis = Eigen::Vector3f(0.2f, 1.0f, 0.1f);
+  post.radius = 4.0f;
+  post.length = 30.0f;
+  const SpringCollider all[] = {body, hips, pack, floor, cage, post};
+  std::vector<SpringCollider> out;
+  for (int k = 0; k < 6; ++k) {
+    if ((mask >> k) & 1) out.push_back(all[k]);
+  }
+  return out;
+}
+
+std::vector<LevelScenario> LevelScenarios() {
+  std::vector<LevelScenario> out;
+  int n = 0;
+  // Chain counts on both sides of the four- and eight-lane boundaries, and
+  // wide enough for the eight-lane kernels.
+  for (int chains : {1, 3, 5, 8, 9, 12, 16, 17, 23, 33, 40, 47}) {
+    for (SimulationSpace space :
+         {SimulationSpace::kComponent, SimulationSpace::kWorld}) {
+      LevelScenario s;
+      s.name = absl::StrCat(chains, " chains, ", SimulationSpaceName(space));
+      s.chains = chains;
+      s.branch = n % 3 != 2;
+      s.inward = n % 2 == 0;
+      s.desc.space = space;
+      s.desc.settings.radius = 1.0f + 0.25f * static_cast<float>(n % 3);
+      const float limits[] = {0.0f, 60.0f, 30.0f, 170.0f, 90.0f};
+      s.desc.settings.limit_angle_degrees = limits[n % 5];
+      if (n % 4 == 1) {
+        s.desc.curves.limit_angle = {{0.0f, 0.5f}, {1.0f, 1.5f}};
+        s.desc.curves.stiffness = {{0.0f, 2.0f}, {1.0f, 0.5f}};
+      }
+      if (n % 3 == 0) {
+        s.desc.dummy_tip_length = 2.0f;
+        s.desc.tip_axis =
+            n % 2 == 0 ? SpringTipAxis::kAlongBone : SpringTipAxis::kYNegative;
+      }
+      s.desc.settings.world_damping_location = n % 2 ? 0.3f : 0.8f;
+      s.desc.settings.world_damping_rotation = n % 2 ? 0.5f : 0.8f;
+      s.desc.target_rate_hz = n % 4 == 3 ? 90.0f : 60.0f;
+      s.desc.teleport_response =
+          n % 2 ? TeleportResponse::kReset : TeleportResponse::kIgnoreMotion;
+      const int masks[] = {0x3f, 0x0f, 0x31, 0x1b, 0x2e, 0x07};
+      s.colliders = masks[n % 6];
+      s.scale = n % 5 == 4 ? -1.25f : (n % 5 == 2 ? 1.5f : 1.0f);
+      s.wind = n % 2 == 1;
+      s.external_world = n % 3 == 1;
+      s.teleports = true;
+      out.push_back(s);
+      ++n;
+    }
+  }
+  // One collider at a time, with poses leaning into the body and angle
+  // limits: bones stuck between a collider and their limit, so the arc
+  // search runs (one stuck bone per group and several).
+  for (int k = 0; k < 6; ++k) {
+    LevelScenario s;
+    s.chains = k < 3 ? 7 + k : 16 + 3 * k;
+    s.name = absl::StrCat(s.chains, " chains, collider ", k);
+    s.inward = true;
+    s.branch = k % 2 == 0;
+    s.desc.settings.radius = 1.5f;
+    s.desc.settings.limit_angle_degrees = 40.0f + 10.0f * static_cast<float>(k);
+    s.desc.space =
+        k % 2 ? SimulationSpace::kWorld : SimulationSpace::kComponent;
+    s.colliders = 1 << k;
+    s.teleports = k % 3 == 0;
+    out.push_back(s);
+  }
+  // Standing still: settling onto the colliders and resting there.
+  LevelScenario still;
+  still.name = "36 chains at rest";
+  still.chains = 36;
+  still.animate = false;
+  still.desc.settings.limit_angle_degrees = 60.0f;
+  out.push_back(still);
+  return out;
+}
+
+// 300 frames of `scenario` at the active SIMD level: every frame's output
+// pose, state and report, as bytes.
+std::string RunLevelScenario(const LevelScenario& scenario,
+                             bool* prefers_wide) {
+  std::vector<std::string> roots;
+  const Skeleton skeleton =
+      MakeFan(scenario.chains, scenario.branch, scenario.inward, &roots);
+  SpringRigDesc desc = scenario.desc;
+  desc.root_joints = roots;
+  if (scenario.branch) desc.excluded_joints = {"acc"};
+  Sim sim(skeleton, desc);
+  *prefers_wide = sim.rig.prefers_wide_lanes();
+  sim.colliders = LevelColliders(scenario.colliders);
+  sim.forces.gravity = Gravity();
+  if (scenario.wind) {
+    sim.forces.wind.speed = 90.0f;
+    sim.forces.wind.direction = Eigen::Vector3f(1, 0, 1);
+    sim.forces.wind.noise_amplitude = 0.6f;
+    sim.forces.wind.noise_seed = 77;
+  }
+  sim.forces.external_force = Eigen::Vector3f(5, 0, -3);
+  sim.forces.external_force_space =
+      scenario.external_world ? ForceSpace::kWorld : ForceSpace::kComponent;
+  std::string bytes;
+  auto put = [&bytes](const void* p, size_t n) {
+    bytes.append(static_cast<const char*>(p), n);
+  };
+  const LocalPose rest = RestPose(skeleton);
+  // Steps of one, several (some clamped) and none; 1/144 s leaves leftovers.
+  const float dts[] = {1.0f / 60.0f, 1.0f / 60.0f, 2.5f / 60.0f, 1.0f / 144.0f,
+                       0.0f,         1.0f / 60.0f, 0.3f};
+  for (int frame = 0; frame < 300; ++frame) {
+    const float t = static_cast<float>(frame) / 60.0f;
+    LocalPose input = rest;
+    if (scenario.animate) {
+      for (int j = 0; j < skeleton.num_joints(); ++j) {
+        const float w = 0.35f * std::sin(3.0f * t + 0.7f * j);
+        input[j].rotation = Eigen::Quaternionf(Eigen::AngleAxisf(
+            w, Eigen::Vector3f(0.3f, 1.0f, 0.5f * (j % 3)).normalized()));
+      }
+      input[0].rotation = Eigen::AngleAxisf(0.8f * std::sin(1.3f * t),
+                                            Eigen::Vector3f::UnitY());
+    }
+    // Walking a circle, then (teleports) jumping 1000 units at frame 100
+    // and turning 0.8 rad at frame 200; the state is reset at frame 150.
+    Transform component;
+    const float a = scenario.animate ? 2.0f * kPi * t / 4.0f : 0.0f;
+    component.translation =
+        Eigen::Vector3f(100.0f * std::cos(a), 0.0f, 100.0f * std::sin(a));
+    component.rotation = Eigen::AngleAxisf(-a, Eigen::Vector3f::UnitY());
+    component.scale = Eigen::Vector3f::Constant(scenario.scale);
+    if (scenario.teleports && frame >= 100) {
+      component.translation += Eigen::Vector3f(1000, 0, 0);
+    }
+    if (scenario.teleports && frame >= 200) {
+      component.rotation =
+          component.rotation *
+          Eigen::Quaternionf(Eigen::AngleAxisf(0.8f, Eigen::Vector3f::UnitY()));
+    }
+    if (frame == 150) sim.state = DynamicsState();
+    const absl::Status status = sim.Frame(input, dts[frame % 7], component);
+    EXPECT_TRUE(status.ok())
+        << scenario.name << " frame " << frame << ": " << status;
+    if (!status.ok()) return bytes;
+    for (const Transform& x : sim.output) {
+      put(x.translation.data(), 3 * sizeof(float));
+      put(x.rotation.coeffs().data(), 4 * sizeof(float));
+      put(x.scale.data(), 3 * sizeof(float));
+    }
+    for (const auto* v : {&sim.state.positions, &sim.state.previous_positions,
+                          &sim.state.previous_pose_positions}) {
+      for (const Eigen::Vector3f& p : *v) put(p.data(), 3 * sizeof(float));
+    }
+    put(&sim.state.leftover_time, sizeof(float));
+    put(&sim.state.step_count, sizeof(sim.state.step_count));
+    const int report[] = {sim.report.substeps, sim.report.initialized,
+                          sim.report.teleported, sim.report.time_clamped};
+    put(report, sizeof(report));
+  }
+  return bytes;
+}
+
+TEST(SpringBones, DetectedSimdLevelGivesTheBitsOfSse2) {
+  if (DetectedSimdLevel() == SimdLevel::kSse2) {
+    GTEST_SKIP() << "this CPU has no AVX2: only the SSE2 kernels run here";
+  }
+  ScopedMaxSimdLevel restore;
+  int wide_rigs = 0;
+  for (const LevelScenario& scenario : LevelScenarios()) {
+    bool prefers_wide = false;
+    SetMaxSimdLevel(SimdLevel::kSse2);
+    const std::string sse2 = RunLevelScenario(scenario, &prefers_wide);
+    SetMaxSimdLevel(DetectedSimdLevel());
+    ASSERT_EQ(ActiveSimdLevel(), SimdLevel::kAvx2);
+    const std::string detected = RunLevelScenario(scenario, &prefers_wide);
+    wide_rigs += prefers_wide ? 1 : 0;
+    ASSERT_EQ(sse2.size(), detected.size()) << scenario.name;
+    ASSERT_GT(sse2.size(), 0u);
+    if (std::memcmp(sse2.data(), detected.data(), sse2.size()) != 0) {
+      size_t first = 0;
+      while (sse2[first] == detected[first]) ++first;
+      ADD_FAILURE() << scenario.name << ": first difference at frame "
+                    << first * 300 / sse2.size();
+    }
+  }
+  // The eight-lane kernels did run (most rigs with 23 or more chains).
+  EXPECT_GE(wide_rigs, 10) << "of " << LevelScenarios().size();
 }
 
 // ---------------------------------------------------------------------------

@@ -7,6 +7,10 @@
 //
 // ./build/bench/posewire-bench --benchmark_filter='BM_(Blend|Additive)'
 //     --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//
+// BM_Blend* time the kernels ActiveSimdLevel picks (AVX2 where the CPU has
+// it); BM_Blend*Sse2 cap them at the SSE2 baseline for comparison. The
+// label names the level used.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -17,6 +21,7 @@
 #include "solver_core/additive_job.h"
 #include "solver_core/blending_job.h"
 #include "solver_core/pose.h"
+#include "solver_core/simd_level.h"
 
 namespace posewire {
 namespace {
@@ -55,7 +60,24 @@ LocalPose RandomPose(uint32_t seed) {
   return pose;
 }
 
-void Blend(benchmark::State& state, bool unchecked, bool masked) {
+// Caps the kernels at SSE2 for one benchmark (SetMaxSimdLevel), so the
+// baseline and the detected (AVX2 where available) paths read off one run.
+class ScopedSimdCap {
+ public:
+  explicit ScopedSimdCap(bool sse2) : previous_(ActiveSimdLevel()) {
+    if (sse2) SetMaxSimdLevel(SimdLevel::kSse2);
+  }
+  ~ScopedSimdCap() { SetMaxSimdLevel(previous_); }
+  ScopedSimdCap(const ScopedSimdCap&) = delete;
+  ScopedSimdCap& operator=(const ScopedSimdCap&) = delete;
+
+ private:
+  SimdLevel previous_;
+};
+
+void Blend(benchmark::State& state, bool unchecked, bool masked,
+           bool sse2 = false) {
+  const ScopedSimdCap cap(sse2);
   const int num_layers = static_cast<int>(state.range(0));
   const Skeleton& skeleton = Skeleton64();
   std::vector<LocalPose> poses;
@@ -85,6 +107,7 @@ void Blend(benchmark::State& state, bool unchecked, bool masked) {
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations() * kJoints * num_layers);
+  state.SetLabel(std::string(SimdLevelName(ActiveSimdLevel())));
 }
 
 // The ozz comparison (validation included: sizes, weights, every input
@@ -98,6 +121,21 @@ BENCHMARK(BM_BlendUnchecked)->Arg(2)->Arg(4);
 // Per-joint masks on every layer: weights gathered per joint.
 void BM_BlendMasked(benchmark::State& state) { Blend(state, false, true); }
 BENCHMARK(BM_BlendMasked)->Arg(2)->Arg(4);
+
+// The same three capped at SSE2 (the baseline x86-64 kernels; on a CPU
+// without AVX2 they time the same code as the above).
+void BM_BlendSse2(benchmark::State& state) { Blend(state, false, false, true); }
+BENCHMARK(BM_BlendSse2)->Arg(2)->Arg(4);
+
+void BM_BlendUncheckedSse2(benchmark::State& state) {
+  Blend(state, true, false, true);
+}
+BENCHMARK(BM_BlendUncheckedSse2)->Arg(2)->Arg(4);
+
+void BM_BlendMaskedSse2(benchmark::State& state) {
+  Blend(state, false, true, true);
+}
+BENCHMARK(BM_BlendMaskedSse2)->Arg(2)->Arg(4);
 
 void BM_AdditiveApply(benchmark::State& state) {
   const Skeleton& skeleton = Skeleton64();

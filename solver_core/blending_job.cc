@@ -10,6 +10,16 @@
 #include "absl/strings/str_cat.h"
 #include "solver_core/pose.h"
 #include "solver_core/quaternion_math.h"
+#include "solver_core/simd_level.h"
+
+// AVX2 kernels (per-function target attributes, chosen at run time) on
+// x86-64 with GCC or Clang.
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__SSE2__)
+#include <immintrin.h>
+#define POSEWIRE_BLEND_AVX2 1
+#else
+#define POSEWIRE_BLEND_AVX2 0
+#endif
 
 namespace posewire {
 namespace {
@@ -22,6 +32,9 @@ constexpr float kLargestFloat = std::numeric_limits<float>::max();
 
 // Layers held on the stack; more spill to the heap once per Run.
 constexpr int kStackContributors = 16;
+
+// Joints the general path gathers before blending them (a multiple of four).
+constexpr int kSlots = 16;
 
 // A pose taking part in a joint's blend, with its normalised weight.
 struct Contributor {
@@ -207,6 +220,441 @@ inline void BlendFourJoints(const Contributor* const c[4], const int count[4],
   for (int k = 0; k < 4; ++k) BlendJoint(c[k], count[k], j[k], out + j[k]);
 }
 
+#if POSEWIRE_BLEND_AVX2
+// AVX2 kernels, compiled per function (the file itself is built for
+// baseline x86-64, so no AVX2 code runs on a CPU without it) and chosen at run
+// time. Two consecutive 48-byte Transforms are exactly three __m256 rows,
+//   a = (t0 q0), b = (s0 t1), c = (q1 s1),
+// so a layer's contribution to two joints is three loads, three multiplies
+// and three adds. Lane by lane they are AccumulateJoint's and
+// StoreFourRotations' operations in the same order (same products, same
+// running sums, the same (x x' + z z') + (y y' + w w') dot products, the
+// same 1 / sqrt and degenerate test), without FMA or estimates, so both
+// paths give the same bits.
+#define POSEWIRE_AVX2_INLINE \
+  __attribute__((target("avx2"), always_inline)) inline
+#define POSEWIRE_AVX2_FUNCTION __attribute__((target("avx2"), noinline))
+
+namespace avx2 {
+
+// Two joints' accumulators in the three-row layout above. Rotation sums are
+// in a's high half (first joint) and c's low half (second joint). The
+// padding lanes (3 and 7 of the translation and scale halves) are stored as
+// +0, as LoadXyz makes them in the SSE path.
+struct PairRows {
+  __m256 a, b, c;
+  // The first contributor's rotations, (q1 | q0): the hemisphere reference
+  // and the fallback for a degenerate sum.
+  __m256 first;
+};
+
+// LoadXyz's mask for each row: the padding lanes cleared.
+POSEWIRE_AVX2_INLINE __m256 MaskA() {
+  return _mm256_castsi256_ps(_mm256_set_epi32(-1, -1, -1, -1, 0, -1, -1, -1));
+}
+POSEWIRE_AVX2_INLINE __m256 MaskB() {
+  return _mm256_castsi256_ps(_mm256_set_epi32(0, -1, -1, -1, 0, -1, -1, -1));
+}
+POSEWIRE_AVX2_INLINE __m256 MaskC() {
+  return _mm256_castsi256_ps(_mm256_set_epi32(0, -1, -1, -1, -1, -1, -1, -1));
+}
+
+// simd::Dot4 within each 128-bit half: (x x' + z z') + (y y' + w w') of the
+// products `m`, in every lane of the half.
+POSEWIRE_AVX2_INLINE __m256 HalfDots(__m256 m) {
+  const __m256 s =
+      _mm256_add_ps(m, _mm256_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
+  return _mm256_add_ps(s, _mm256_shuffle_ps(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+// The rotations of rows a and c, as (q1 | q0): a blend within halves.
+POSEWIRE_AVX2_INLINE __m256 Rotations(__m256 a, __m256 c) {
+  return _mm256_blend_ps(c, a, 0xF0);
+}
+
+// Rows of the transforms at `p0` and `p1`, padding lanes zeroed.
+POSEWIRE_AVX2_INLINE void LoadRows(const float* p0, const float* p1, __m256* a,
+                                   __m256* b, __m256* c) {
+  *a = _mm256_and_ps(_mm256_loadu_ps(p0), MaskA());
+  *b = _mm256_and_ps(_mm256_loadu2_m128(p1, p0 + 8), MaskB());
+  *c = _mm256_and_ps(_mm256_loadu_ps(p1 + 4), MaskC());
+}
+
+// AccumulateJoint for joints j0 (contributors c0) and j1 (c1), both with
+// `count` contributors, anywhere in the pose.
+POSEWIRE_AVX2_INLINE PairRows AccumulatePair(const Contributor* c0,
+                                             const Contributor* c1, int count,
+                                             int j0, int j1) {
+  PairRows r;
+  __m256 a, b, c;
+  LoadRows(reinterpret_cast<const float*>(c0[0].pose + j0),
+           reinterpret_cast<const float*>(c1[0].pose + j1), &a, &b, &c);
+  // Weights per row: (w0 | w0), (w0 | w1), (w1 | w1).
+  __m256 wa = _mm256_set1_ps(c0[0].weight);
+  __m256 wc = _mm256_set1_ps(c1[0].weight);
+  r.first = Rotations(a, c);
+  r.a = _mm256_mul_ps(a, wa);
+  r.b = _mm256_mul_ps(b, _mm256_blend_ps(wa, wc, 0xF0));
+  r.c = _mm256_mul_ps(c, wc);
+  // The sign bit in the rotation half of a (high) and of c (low).
+  const __m256 sign_a =
+      _mm256_setr_ps(0.0f, 0.0f, 0.0f, 0.0f, -0.0f, -0.0f, -0.0f, -0.0f);
+  const __m256 sign_c =
+      _mm256_setr_ps(-0.0f, -0.0f, -0.0f, -0.0f, 0.0f, 0.0f, 0.0f, 0.0f);
+  for (int i = 1; i < count; ++i) {
+    LoadRows(reinterpret_cast<const float*>(c0[i].pose + j0),
+             reinterpret_cast<const float*>(c1[i].pose + j1), &a, &b, &c);
+    wa = _mm256_set1_ps(c0[i].weight);
+    wc = _mm256_set1_ps(c1[i].weight);
+    // Hemisphere test of both rotations against the first contributor's:
+    // all ones in the half of a joint to flip.
+    const __m256 flip =
+        _mm256_cmp_ps(HalfDots(_mm256_mul_ps(r.first, Rotations(a, c))),
+                      _mm256_setzero_ps(), _CMP_LT_OS);
+    r.a = _mm256_add_ps(
+        r.a, _mm256_mul_ps(a, _mm256_xor_ps(wa, _mm256_and_ps(flip, sign_a))));
+    r.b = _mm256_add_ps(r.b, _mm256_mul_ps(b, _mm256_blend_ps(wa, wc, 0xF0)));
+    r.c = _mm256_add_ps(
+        r.c, _mm256_mul_ps(c, _mm256_xor_ps(wc, _mm256_and_ps(flip, sign_c))));
+  }
+  return r;
+}
+
+// The same rows from two AccumulateJoint calls, for two joints whose
+// contributor counts differ (AccumulateJoint writes their translations and
+// scales; only the rotations remain to store).
+POSEWIRE_AVX2_INLINE PairRows AccumulateTwoSingles(const Contributor* c0,
+                                                   int count0, int j0,
+                                                   const Contributor* c1,
+                                                   int count1, int j1,
+                                                   Transform* out) {
+  __m128 first0, first1;
+  const __m128 q0 = AccumulateJoint(c0, count0, j0, out + j0, &first0);
+  const __m128 q1 = AccumulateJoint(c1, count1, j1, out + j1, &first1);
+  PairRows r;
+  r.a = _mm256_set_m128(q0, q0);
+  r.b = _mm256_setzero_ps();  // unused: AccumulateJoint stored it
+  r.c = _mm256_set_m128(q1, q1);
+  r.first = _mm256_set_m128(first0, first1);
+  return r;
+}
+
+// StoreFourRotations for the rotation sums of pairs p (joints k0, k1) and
+// r (k2, k3): returns each pair's unit rotations as (u1 | u0).
+POSEWIRE_AVX2_INLINE void NormalizeFour(const PairRows& p, const PairRows& r,
+                                        __m256* up, __m256* ur) {
+  const __m256 qp = Rotations(p.a, p.c);
+  const __m256 qr = Rotations(r.a, r.c);
+  // Squared norms as FourDots sums them, its transpose within each half:
+  // (n1, n3, n1, n3 | n0, n2, n0, n2).
+  const __m256 mp = _mm256_mul_ps(qp, qp);
+  const __m256 mr = _mm256_mul_ps(qr, qr);
+  const __m256 s =
+      _mm256_add_ps(_mm256_unpacklo_ps(mp, mr), _mm256_unpackhi_ps(mp, mr));
+  const __m256 mixed =
+      _mm256_add_ps(s, _mm256_shuffle_ps(s, s, _MM_SHUFFLE(1, 0, 3, 2)));
+  // (n1, n3, n0, n2): one square root and one division for the four.
+  const __m128 packed = _mm_blend_ps(_mm256_castps256_ps128(mixed),
+                                     _mm256_extractf128_ps(mixed, 1), 0xC);
+  const __m128 inverse = _mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(packed));
+  const int degenerate =
+      _mm_movemask_ps(_mm_cmple_ps(packed, _mm_set1_ps(kMinQuatSquaredNorm)));
+  const __m256 wide = _mm256_castps128_ps256(inverse);
+  __m256 u0 =
+      _mm256_mul_ps(qp, _mm256_permutevar8x32_ps(
+                            wide, _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2)));
+  __m256 u1 =
+      _mm256_mul_ps(qr, _mm256_permutevar8x32_ps(
+                            wide, _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3)));
+  if (degenerate != 0) [[unlikely]] {
+    if (degenerate & 1) u0 = _mm256_blend_ps(u0, p.first, 0x0F);
+    if (degenerate & 4) u0 = _mm256_blend_ps(u0, p.first, 0xF0);
+    if (degenerate & 2) u1 = _mm256_blend_ps(u1, r.first, 0x0F);
+    if (degenerate & 8) u1 = _mm256_blend_ps(u1, r.first, 0xF0);
+  }
+  *up = u0;
+  *ur = u1;
+}
+
+// Stores the rows of a pair of joints, with unit rotations u = (u1 | u0) in
+// place of the sums: joint 0's rows are a and b's low half, joint 1's b's
+// high half and c.
+POSEWIRE_AVX2_INLINE void StorePair(const PairRows& r, __m256 u,
+                                    Transform* out0, Transform* out1) {
+  float* o0 = reinterpret_cast<float*>(out0);
+  float* o1 = reinterpret_cast<float*>(out1);
+  _mm256_storeu_ps(o0, _mm256_blend_ps(r.a, u, 0xF0));
+  _mm256_storeu2_m128(o1, o0 + 8, r.b);
+  _mm256_storeu_ps(o1 + 4, _mm256_blend_ps(u, r.c, 0xF0));
+}
+
+POSEWIRE_AVX2_INLINE void StoreRotations(__m256 u, Transform* out0,
+                                         Transform* out1) {
+  _mm256_storeu2_m128(reinterpret_cast<float*>(out0) + 4,
+                      reinterpret_cast<float*>(out1) + 4, u);
+}
+
+// One contributor's weight per row of the fast path, zero in the padding
+// lanes: the padding is never masked on load there, and garbage times +0 is
+// +-0 or NaN, never a denormal (whose products would be slow); StoreRows
+// clears those lanes.
+// Plain floats: a std::vector of __m256 need not be 32-byte aligned.
+struct RowWeights {
+  float a[8], b[8], c[8];
+};
+
+// Stores a pair's rows with unit rotations u = (u1 | u0) in place of the
+// sums, the padding lanes cleared.
+POSEWIRE_AVX2_INLINE void StoreRows(__m256 a, __m256 b, __m256 c, __m256 u,
+                                    Transform* out) {
+  float* o = reinterpret_cast<float*>(out);
+  _mm256_storeu_ps(o, _mm256_and_ps(_mm256_blend_ps(a, u, 0xF0), MaskA()));
+  _mm256_storeu_ps(o + 8, _mm256_and_ps(b, MaskB()));
+  _mm256_storeu_ps(o + 16, _mm256_and_ps(_mm256_blend_ps(u, c, 0xF0), MaskC()));
+}
+
+// The fast path: every joint of [0, n) with the same contributors
+// (count >= 2). Joints 0 .. n - n % 4 blend four at a time (as
+// BlendFourJoints), the rest one at a time (BlendJoint), as in the SSE path:
+// the two differ for NaN sums (unvalidated inputs), so the split is the same.
+POSEWIRE_AVX2_FUNCTION void BlendAll(const Contributor* c, int count, int n,
+                                     Transform* out) {
+  RowWeights stack_weights[kStackContributors + 1];
+  std::vector<RowWeights> heap_weights;
+  RowWeights* w = stack_weights;
+  if (count > kStackContributors + 1) {
+    heap_weights.resize(count);
+    w = heap_weights.data();
+  }
+  for (int i = 0; i < count; ++i) {
+    const __m256 x = _mm256_set1_ps(c[i].weight);
+    _mm256_storeu_ps(w[i].a, _mm256_and_ps(x, MaskA()));
+    _mm256_storeu_ps(w[i].b, _mm256_and_ps(x, MaskB()));
+    _mm256_storeu_ps(w[i].c, _mm256_and_ps(x, MaskC()));
+  }
+  // The sign bit in the rotation half of row a (high) and of row c (low).
+  const __m256 sign_a =
+      _mm256_setr_ps(0.0f, 0.0f, 0.0f, 0.0f, -0.0f, -0.0f, -0.0f, -0.0f);
+  const __m256 sign_c =
+      _mm256_setr_ps(-0.0f, -0.0f, -0.0f, -0.0f, 0.0f, 0.0f, 0.0f, 0.0f);
+  int j = 0;
+  for (; j + 4 <= n; j += 4) {
+    // Joints j, j + 1 (pair p) and j + 2, j + 3 (pair r).
+    const float* x = reinterpret_cast<const float*>(c[0].pose + j);
+    __m256 pa = _mm256_loadu_ps(x);
+    __m256 pb = _mm256_loadu_ps(x + 8);
+    __m256 pc = _mm256_loadu_ps(x + 16);
+    __m256 ra = _mm256_loadu_ps(x + 24);
+    __m256 rb = _mm256_loadu_ps(x + 32);
+    __m256 rc = _mm256_loadu_ps(x + 40);
+    PairRows p, r;
+    p.first = Rotations(pa, pc);
+    r.first = Rotations(ra, rc);
+    __m256 wa = _mm256_loadu_ps(w[0].a);
+    __m256 wb = _mm256_loadu_ps(w[0].b);
+    __m256 wc = _mm256_loadu_ps(w[0].c);
+    p.a = _mm256_mul_ps(pa, wa);
+    p.b = _mm256_mul_ps(pb, wb);
+    p.c = _mm256_mul_ps(pc, wc);
+    r.a = _mm256_mul_ps(ra, wa);
+    r.b = _mm256_mul_ps(rb, wb);
+    r.c = _mm256_mul_ps(rc, wc);
+    for (int i = 1; i < count; ++i) {
+      x = reinterpret_cast<const float*>(c[i].pose + j);
+      pa = _mm256_loadu_ps(x);
+      pb = _mm256_loadu_ps(x + 8);
+      pc = _mm256_loadu_ps(x + 16);
+      ra = _mm256_loadu_ps(x + 24);
+      rb = _mm256_loadu_ps(x + 32);
+      rc = _mm256_loadu_ps(x + 40);
+      wa = _mm256_loadu_ps(w[i].a);
+      wb = _mm256_loadu_ps(w[i].b);
+      wc = _mm256_loadu_ps(w[i].c);
+      // Both pairs' hemisphere tests at once, FourDots' transpose within
+      // each half: lanes (p, r, p, r) of each half, then splat per pair.
+      const __m256 mp = _mm256_mul_ps(p.first, Rotations(pa, pc));
+      const __m256 mr = _mm256_mul_ps(r.first, Rotations(ra, rc));
+      const __m256 s =
+          _mm256_add_ps(_mm256_unpacklo_ps(mp, mr), _mm256_unpackhi_ps(mp, mr));
+      const __m256 flips = _mm256_cmp_ps(
+          _mm256_add_ps(s, _mm256_shuffle_ps(s, s, _MM_SHUFFLE(1, 0, 3, 2))),
+          _mm256_setzero_ps(), _CMP_LT_OS);
+      const __m256 flip_p = _mm256_shuffle_ps(flips, flips, 0x00);
+      const __m256 flip_r = _mm256_shuffle_ps(flips, flips, 0x55);
+      p.a = _mm256_add_ps(
+          p.a,
+          _mm256_mul_ps(pa, _mm256_xor_ps(wa, _mm256_and_ps(flip_p, sign_a))));
+      p.b = _mm256_add_ps(p.b, _mm256_mul_ps(pb, wb));
+      p.c = _mm256_add_ps(
+          p.c,
+          _mm256_mul_ps(pc, _mm256_xor_ps(wc, _mm256_and_ps(flip_p, sign_c))));
+      r.a = _mm256_add_ps(
+          r.a,
+          _mm256_mul_ps(ra, _mm256_xor_ps(wa, _mm256_and_ps(flip_r, sign_a))));
+      r.b = _mm256_add_ps(r.b, _mm256_mul_ps(rb, wb));
+      r.c = _mm256_add_ps(
+          r.c,
+          _mm256_mul_ps(rc, _mm256_xor_ps(wc, _mm256_and_ps(flip_r, sign_c))));
+    }
+    __m256 up, ur;
+    NormalizeFour(p, r, &up, &ur);
+    StoreRows(p.a, p.b, p.c, up, out + j);
+    StoreRows(r.a, r.b, r.c, ur, out + j + 2);
+  }
+  for (; j < n; ++j) BlendJoint(c, count, j, out + j);
+}
+
+// BlendFourJoints for four joints with their own contributors: joints with
+// the same number of contributors pair up in the three-row layout.
+POSEWIRE_AVX2_INLINE void BlendFour(const Contributor* const c[4],
+                                    const int count[4], const int j[4],
+                                    Transform* out) {
+  PairRows pair[2];
+  bool same[2];
+  for (int h = 0; h < 2; ++h) {
+    const int k = 2 * h;
+    same[h] = count[k] == count[k + 1];
+    pair[h] = same[h] ? AccumulatePair(c[k], c[k + 1], count[k], j[k], j[k + 1])
+                      : AccumulateTwoSingles(c[k], count[k], j[k], c[k + 1],
+                                             count[k + 1], j[k + 1], out);
+  }
+  __m256 u[2];
+  NormalizeFour(pair[0], pair[1], &u[0], &u[1]);
+  for (int h = 0; h < 2; ++h) {
+    const int k = 2 * h;
+    if (same[h]) {
+      StorePair(pair[h], u[h], out + j[k], out + j[k + 1]);
+    } else {
+      StoreRotations(u[h], out + j[k], out + j[k + 1]);
+    }
+  }
+}
+
+// BlendSlots's joints, in the same groups of four (and single joints after
+// the last group) as the SSE path.
+POSEWIRE_AVX2_FUNCTION void BlendSlots(const Contributor* const* c,
+                                       const int* count, const int* j,
+                                       int slots, Transform* out) {
+  int k = 0;
+  for (; k + 4 <= slots; k += 4) BlendFour(c + k, count + k, j + k, out);
+  for (; k < slots; ++k) BlendJoint(c[k], count[k], j[k], out + j[k]);
+}
+
+// PoseLooksValid (quaternion_math.h) on the three-row layout: the same
+// squared rotation norms (FourDots' order) against the same bounds, and
+// every translation and scale component summed (a NaN or infinity leaves
+// the sum non-finite). Like it, a screen: a pose it rejects goes to
+// ValidateTransform, which decides, so the status is the same either way.
+POSEWIRE_AVX2_FUNCTION bool PoseLooksValid(absl::Span<const Transform> pose) {
+  const float* p = reinterpret_cast<const float*>(pose.data());
+  const size_t n = pose.size();
+  // Rows a and c summed together: their rotation halves come along, which
+  // is harmless (a rotation that passes the norm test is finite and small).
+  __m256 sum_ac = _mm256_setzero_ps();
+  __m256 sum_b = _mm256_setzero_ps();
+  __m256 bad = _mm256_setzero_ps();
+  const __m256 lo = _mm256_set1_ps(kScreenMinSquaredNorm);
+  const __m256 hi = _mm256_set1_ps(kScreenMaxSquaredNorm);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8, p += 96) {
+    // Eight transforms: the sums of the loop below, and the eight squared
+    // norms in one register (FourDots' transpose, its final add across the
+    // two pairs of rotation registers) for one pair of comparisons.
+    __m256 m[4];
+    for (int k = 0; k < 4; ++k) {
+      const float* t = p + 24 * k;
+      const __m256 a = _mm256_loadu_ps(t);
+      const __m256 b = _mm256_loadu_ps(t + 8);
+      const __m256 c = _mm256_loadu_ps(t + 16);
+      sum_ac = _mm256_add_ps(sum_ac, _mm256_add_ps(a, c));
+      sum_b = _mm256_add_ps(sum_b, b);
+      const __m256 q = Rotations(a, c);
+      m[k] = _mm256_mul_ps(q, q);
+    }
+    const __m256 s01 = _mm256_add_ps(_mm256_unpacklo_ps(m[0], m[1]),
+                                     _mm256_unpackhi_ps(m[0], m[1]));
+    const __m256 s23 = _mm256_add_ps(_mm256_unpacklo_ps(m[2], m[3]),
+                                     _mm256_unpackhi_ps(m[2], m[3]));
+    const __m256 n2 =
+        _mm256_add_ps(_mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                      _mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+    bad = _mm256_or_ps(bad, _mm256_or_ps(_mm256_cmp_ps(n2, lo, _CMP_NGE_UQ),
+                                         _mm256_cmp_ps(n2, hi, _CMP_NLE_UQ)));
+  }
+  for (; i + 4 <= n; i += 4, p += 48) {
+    const __m256 a0 = _mm256_loadu_ps(p);
+    const __m256 b0 = _mm256_loadu_ps(p + 8);
+    const __m256 c0 = _mm256_loadu_ps(p + 16);
+    const __m256 a1 = _mm256_loadu_ps(p + 24);
+    const __m256 b1 = _mm256_loadu_ps(p + 32);
+    const __m256 c1 = _mm256_loadu_ps(p + 40);
+    sum_ac = _mm256_add_ps(
+        sum_ac, _mm256_add_ps(_mm256_add_ps(a0, c0), _mm256_add_ps(a1, c1)));
+    sum_b = _mm256_add_ps(sum_b, _mm256_add_ps(b0, b1));
+    // Rotations (q1 | q0) and (q3 | q2); products transposed and added as
+    // in FourDots: lanes 0, 1 of each half hold the two norms of that half.
+    const __m256 q01 = Rotations(a0, c0);
+    const __m256 q23 = Rotations(a1, c1);
+    const __m256 m01 = _mm256_mul_ps(q01, q01);
+    const __m256 m23 = _mm256_mul_ps(q23, q23);
+    const __m256 s = _mm256_add_ps(_mm256_unpacklo_ps(m01, m23),
+                                   _mm256_unpackhi_ps(m01, m23));
+    const __m256 n2 =
+        _mm256_add_ps(s, _mm256_shuffle_ps(s, s, _MM_SHUFFLE(1, 0, 3, 2)));
+    bad = _mm256_or_ps(bad, _mm256_or_ps(_mm256_cmp_ps(n2, lo, _CMP_NGE_UQ),
+                                         _mm256_cmp_ps(n2, hi, _CMP_NLE_UQ)));
+  }
+  simd::TransformScreen tail;
+  for (; i < n; ++i, p += 12) tail.Add(p);
+  // Padding lanes (3 and 7) summed whatever the padding held: cleared.
+  const __m256 pad_mask =
+      _mm256_castsi256_ps(_mm256_set_epi32(0, -1, -1, -1, 0, -1, -1, -1));
+  const __m256 sums = _mm256_and_ps(_mm256_add_ps(sum_ac, sum_b), pad_mask);
+  const __m256 finite =
+      _mm256_cmp_ps(_mm256_sub_ps(sums, sums), _mm256_setzero_ps(), _CMP_EQ_OQ);
+  return _mm256_movemask_ps(finite) == 0xFF && _mm256_movemask_ps(bad) == 0 &&
+         tail.Passed();
+}
+
+}  // namespace avx2
+#endif  // POSEWIRE_BLEND_AVX2
+
+// The AVX2 kernels when the CPU has them and nobody capped the level.
+inline bool UseAvx2() {
+#if POSEWIRE_BLEND_AVX2
+  if constexpr (kSimdTransformLayout) {
+    return ActiveSimdLevel() == SimdLevel::kAvx2;
+  }
+#endif
+  return false;
+}
+
+// The general path's joints waiting to blend (slots), each with its own
+// contributors: four at a time, then the few left one at a time. The groups
+// depend only on the slot order, so every level forms the same ones (a
+// group and a single joint differ for NaN sums).
+void BlendSlots(const Contributor* const* c, const int* count, const int* j,
+                int slots, Transform* out, bool avx2) {
+#if POSEWIRE_BLEND_AVX2
+  if (avx2) {
+    avx2::BlendSlots(c, count, j, slots, out);
+    return;
+  }
+#endif
+  (void)avx2;
+  int k = 0;
+  for (; k + 4 <= slots; k += 4) BlendFourJoints(c + k, count + k, j + k, out);
+  for (; k < slots; ++k) BlendJoint(c[k], count[k], j[k], out + j[k]);
+}
+
+inline bool LayerLooksValid(absl::Span<const Transform> pose, bool avx2) {
+#if POSEWIRE_BLEND_AVX2
+  if (avx2) return avx2::PoseLooksValid(pose);
+#endif
+  (void)avx2;
+  return PoseLooksValid(pose);
+}
+
 // The contributors at one joint, given each layer's effective weight there
 // (already >= 0), with their weights normalised; returns how many. A single
 // contributor is copied unchanged by the caller.
@@ -232,6 +680,94 @@ inline int GatherContributors(absl::Span<const BlendLayer> layers,
 }
 
 inline float Effective(float w) { return w > 0.0f ? w : 0.0f; }
+
+#if defined(__SSE2__)
+// GatherContributors' arithmetic for the masked path, for four consecutive
+// joints at once (one per lane, the same operations in the same order):
+// each layer's effective weight, the total, the fill and the normalised
+// weights, so that per joint only the choice of contributors remains.
+struct MaskedWeights {
+  // Layer l's weight at joint first + k is weights[4 * l + k], normalised
+  // normalised[4 * l + k] (num_layers * 4 floats each).
+  float* weights;
+  float* normalised;
+  alignas(16) float total[4];
+  alignas(16) float fill[4];
+  alignas(16) float fill_normalised[4];
+  int first = -1;
+};
+
+inline void ComputeMaskedWeights(absl::Span<const BlendLayer> layers,
+                                 const float* layer_weights, float threshold,
+                                 int first, MaskedWeights* m) {
+  const __m128 zero = _mm_setzero_ps();
+  __m128 total = zero;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const float* mask = layers[l].joint_weights.data();
+    const __m128 lw = _mm_set1_ps(layer_weights[l]);
+    // Effective: max returns its second operand for NaN and for zeros.
+    const __m128 w =
+        mask == nullptr
+            ? lw
+            : _mm_mul_ps(lw, _mm_max_ps(_mm_loadu_ps(mask + first), zero));
+    _mm_storeu_ps(m->weights + 4 * l, w);
+    total = _mm_add_ps(total, w);
+  }
+  const __m128 t = _mm_set1_ps(threshold);
+  const __m128 fill = _mm_and_ps(_mm_cmplt_ps(total, t), _mm_sub_ps(t, total));
+  // Lanes with a zero total divide by zero or more; they are not read.
+  const __m128 inv = _mm_div_ps(_mm_set1_ps(1.0f), _mm_add_ps(total, fill));
+  for (size_t l = 0; l < layers.size(); ++l) {
+    _mm_storeu_ps(m->normalised + 4 * l,
+                  _mm_mul_ps(_mm_loadu_ps(m->weights + 4 * l), inv));
+  }
+  _mm_store_ps(m->total, total);
+  _mm_store_ps(m->fill, fill);
+  _mm_store_ps(m->fill_normalised, _mm_mul_ps(fill, inv));
+  m->first = first;
+}
+
+// GatherContributors at joint m.first + k, from ComputeMaskedWeights.
+inline int GatherMaskedContributors(absl::Span<const BlendLayer> layers,
+                                    const MaskedWeights& m, int k,
+                                    const Transform* fallback, Contributor* c) {
+  if (m.total[k] == 0.0f) {
+    c[0] = {fallback, 1.0f};
+    return 1;
+  }
+  int count = 0;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    if (m.weights[4 * l + k] > 0.0f) {
+      c[count++] = {layers[l].transform.data(), m.normalised[4 * l + k]};
+    }
+  }
+  if (m.fill[k] > 0.0f) c[count++] = {fallback, m.fill_normalised[k]};
+  return count;
+}
+#endif
+
+// True when every weight is finite and at most kMaxBlendWeight (NaN fails
+// both comparisons), without a branch per weight. Four at a time with SSE2:
+// the scalar loop's chain through `ok` cost several times more.
+inline bool JointWeightsLookValid(absl::Span<const float> weights) {
+  size_t i = 0;
+  bool ok = true;
+#if defined(__SSE2__)
+  __m128 all = _mm_castsi128_ps(_mm_set1_epi32(-1));
+  const __m128 hi = _mm_set1_ps(kMaxBlendWeight);
+  const __m128 lo = _mm_set1_ps(-kLargestFloat);
+  for (; i + 4 <= weights.size(); i += 4) {
+    const __m128 w = _mm_loadu_ps(weights.data() + i);
+    all = _mm_and_ps(all, _mm_and_ps(_mm_cmple_ps(w, hi), _mm_cmpge_ps(w, lo)));
+  }
+  ok = _mm_movemask_ps(all) == 0xF;
+#endif
+  for (; i < weights.size(); ++i) {
+    const float w = weights[i];
+    ok &= (w <= kMaxBlendWeight) & (w >= -kLargestFloat);
+  }
+  return ok;
+}
 
 absl::Status CheckWeight(float w, size_t layer, int joint,
                          const Skeleton& skeleton) {
@@ -275,6 +811,7 @@ absl::Status BlendingJob::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "blending.threshold: ", threshold, " must be finite and non-negative"));
   }
+  [[maybe_unused]] const bool avx2 = UseAvx2();
   for (size_t l = 0; l < layers.size(); ++l) {
     const BlendLayer& layer = layers[l];
     if (static_cast<int>(layer.transform.size()) != n) {
@@ -292,12 +829,8 @@ absl::Status BlendingJob::Validate() const {
             layer.joint_weights.size(), " weights for a skeleton of ", n,
             " joints (expected 0 or ", n, ")"));
       }
-      // A branch-free scan first (NaN fails both comparisons), the
-      // messages only when it fails.
-      bool ok = true;
-      for (const float w : layer.joint_weights) {
-        ok &= (w <= kMaxBlendWeight) & (w >= -kLargestFloat);
-      }
+      // A branch-free scan first, the messages only when it fails.
+      const bool ok = JointWeightsLookValid(layer.joint_weights);
       for (int j = 0; !ok && j < n; ++j) {
         if (absl::Status s =
                 CheckWeight(layer.joint_weights[j], l, j, *skeleton);
@@ -306,7 +839,7 @@ absl::Status BlendingJob::Validate() const {
         }
       }
     }
-    if (layers_validated || PoseLooksValid(layer.transform)) continue;
+    if (layers_validated || LayerLooksValid(layer.transform, avx2)) continue;
     for (int j = 0; j < n; ++j) {
       if (TransformLooksValid(layer.transform[j])) continue;
       absl::Status s =
@@ -335,17 +868,17 @@ void BlendingJob::RunUnchecked() const {
   Transform* out = output.data();
 
   // Scratch: per-layer weights at the current joint, and contributor lists
-  // for up to four joints waiting to be blended together.
+  // for up to kSlots joints waiting to be blended.
   const size_t stride = num_layers + 1;
   float stack_weights[kStackContributors];
-  Contributor stack_contributors[4 * (kStackContributors + 1)];
+  Contributor stack_contributors[kSlots * (kStackContributors + 1)];
   std::vector<float> heap_weights;
   std::vector<Contributor> heap_contributors;
   float* weights = stack_weights;
   Contributor* contributors = stack_contributors;
   if (num_layers > static_cast<size_t>(kStackContributors)) {
     heap_weights.resize(num_layers);
-    heap_contributors.resize(4 * stride);
+    heap_contributors.resize(kSlots * stride);
     weights = heap_weights.data();
     contributors = heap_contributors.data();
   }
@@ -363,7 +896,8 @@ void BlendingJob::RunUnchecked() const {
     heap_layer_weights.resize(num_layers);
     layer_weights = heap_layer_weights.data();
   }
-  std::copy(weights, weights + num_layers, layer_weights);
+  // (Only the masked path reuses `weights`; a copy is a memmove call.)
+  if (masked) std::copy(weights, weights + num_layers, layer_weights);
 
   // Without masks every joint has the same weights: gather once.
   int count = 0;
@@ -372,7 +906,14 @@ void BlendingJob::RunUnchecked() const {
         GatherContributors(layers, weights, fallback, threshold, contributors);
   }
   // Fast path: same contributors everywhere, four joints at a time.
+  [[maybe_unused]] const bool avx2 = UseAvx2();
   if (!masked && blend_root < 0 && count >= 2) {
+#if POSEWIRE_BLEND_AVX2
+    if (avx2) {
+      avx2::BlendAll(contributors, count, n, out);
+      return;
+    }
+#endif
     int j = 0;
     for (; j + 4 <= n; j += 4) BlendFourJoints(contributors, count, j, out);
     for (; j < n; ++j) BlendJoint(contributors, count, j, out + j);
@@ -380,44 +921,70 @@ void BlendingJob::RunUnchecked() const {
   }
 
   // General path: per-joint weights (masks) and/or a blend root. Joints that
-  // blend wait in slots until four are ready.
-  const Contributor* slot_c[4];
-  int slot_count[4];
-  int slot_joint[4];
+  // blend wait in slots, kSlots at a time: gathering a run of joints and then
+  // blending them keeps both loops free of each other's latency.
+  const Contributor* slot_c[kSlots];
+  int slot_count[kSlots];
+  int slot_joint[kSlots];
   int slots = 0;
-  for (int k = 0; k < 4; ++k) slot_c[k] = contributors + k * stride;
+#if defined(__SSE2__)
+  float stack_masked[8 * kStackContributors];
+  std::vector<float> heap_masked;
+  MaskedWeights masked_weights;
+  masked_weights.weights = stack_masked;
+  if (masked && num_layers > static_cast<size_t>(kStackContributors)) {
+    heap_masked.resize(8 * num_layers);
+    masked_weights.weights = heap_masked.data();
+  }
+  masked_weights.normalised = masked_weights.weights + 4 * num_layers;
+#endif
   for (int j = 0; j < n; ++j) {
     if (blend_root >= 0 && !skel.IsInSubtree(blend_root, j)) {
       if (out + j != fallback + j) out[j] = fallback[j];
       continue;
     }
-    Contributor* c = contributors + slots * stride;
+    // Without masks every slot shares the one contributor list.
+    const Contributor* c = contributors;
     int joint_count = count;
     if (masked) {
-      for (size_t l = 0; l < num_layers; ++l) {
-        const float* mask = layers[l].joint_weights.data();
-        weights[l] = mask == nullptr ? layer_weights[l]
-                                     : layer_weights[l] * Effective(mask[j]);
+      Contributor* joint_c = contributors + slots * stride;
+      c = joint_c;
+#if defined(__SSE2__)
+      // Four joints' weights at a time where four remain.
+      const int block = j & ~3;
+      if (block + 4 <= n) {
+        if (masked_weights.first != block) {
+          ComputeMaskedWeights(layers, layer_weights, threshold, block,
+                               &masked_weights);
+        }
+        joint_count = GatherMaskedContributors(layers, masked_weights,
+                                               j - block, fallback, joint_c);
+      } else  // NOLINT(readability/braces)
+#endif
+      {
+        for (size_t l = 0; l < num_layers; ++l) {
+          const float* mask = layers[l].joint_weights.data();
+          weights[l] = mask == nullptr ? layer_weights[l]
+                                       : layer_weights[l] * Effective(mask[j]);
+        }
+        joint_count =
+            GatherContributors(layers, weights, fallback, threshold, joint_c);
       }
-      joint_count = GatherContributors(layers, weights, fallback, threshold, c);
-    } else if (slots > 0) {
-      std::copy(contributors, contributors + count, c);
     }
     if (joint_count == 1) {
       const Transform& only = c[0].pose[j];
       if (&only != out + j) out[j] = only;
       continue;
     }
+    slot_c[slots] = c;
     slot_count[slots] = joint_count;
     slot_joint[slots] = j;
-    if (++slots == 4) {
-      BlendFourJoints(slot_c, slot_count, slot_joint, out);
+    if (++slots == kSlots) {
+      BlendSlots(slot_c, slot_count, slot_joint, slots, out, avx2);
       slots = 0;
     }
   }
-  for (int k = 0; k < slots; ++k) {
-    BlendJoint(slot_c[k], slot_count[k], slot_joint[k], out + slot_joint[k]);
-  }
+  BlendSlots(slot_c, slot_count, slot_joint, slots, out, avx2);
 }
 
 }  // namespace posewire

@@ -18,6 +18,21 @@
 // four joints at a time as q * (1 / sqrt(|q|^2)). The scalar fallback (non-SSE
 // builds) performs the same IEEE operations in the same order.
 //
+// AVX2 (x86-64 CPUs that have it, chosen at run time by ActiveSimdLevel(),
+// see simd_level.h; the build stays baseline SSE2): two consecutive 48-byte
+// Transforms are exactly three 256-bit rows, (t0 q0), (s0 t1), (q1 s1), so
+// each layer adds to two joints with three loads, three multiplies and three
+// adds, the hemisphere flip being the sign of the weight in the rotation
+// halves. Validate()'s transform scan reads the same rows. The results are
+// the SSE2 path's bit for bit: every lane performs the same IEEE operations
+// in the same order (products x * w, the running sums in layer order, dot
+// products summed (x x' + z z') + (y y' + w w') against the first
+// contributor, 1 / sqrt(|q|^2) with the same degenerate test, padding lanes
+// stored as +0), with no FMA and no reciprocal estimates; joints blend in
+// the same groups of four and single tail joints (the two differ for NaN
+// sums from unvalidated inputs). blending_job_test compares the two paths
+// byte for byte on random blends.
+//
 // Conventions:
 // - A negative layer or joint weight counts as 0; a NaN or infinite one is
 //   INVALID_ARGUMENT naming the layer (and the joint for masks), and so is

@@ -13,10 +13,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "solver_core/pose.h"
 #include "solver_core/quaternion_math.h"
+#include "solver_core/simd_level.h"
 #include "tests/core/pose_ops_test_util.h"
 
 namespace posewire {
@@ -332,6 +334,229 @@ TEST_F(BlendingTest, Blend_LayersValidatedSkipsOnlyTheTransformChecks) {
   EXPECT_TRUE(job.Validate().ok());
   layers[1].weight = kNaN;
   EXPECT_FALSE(job.Validate().ok());
+}
+
+// Restores the SIMD level a test found, however it exits.
+class ScopedSimdLevel {
+ public:
+  ScopedSimdLevel() : saved_(ActiveSimdLevel()) {}
+  ~ScopedSimdLevel() { SetMaxSimdLevel(saved_); }
+  ScopedSimdLevel(const ScopedSimdLevel&) = delete;
+  ScopedSimdLevel& operator=(const ScopedSimdLevel&) = delete;
+
+ private:
+  SimdLevel saved_;
+};
+
+// One random blend: what BlendingJob reads, plus how to run it.
+struct RandomBlend {
+  int joints = 0;
+  std::vector<LocalPose> poses;
+  std::vector<std::vector<float>> masks;
+  std::vector<float> weights;
+  int base_layer = -1;
+  int blend_root = -1;
+  float threshold = kDefaultBlendThreshold;
+  int aliased_layer = -1;  // the output is this layer's transforms
+  bool unchecked = false;  // RunUnchecked on unvalidated rotations
+};
+
+RandomBlend MakeRandomBlend(Rng& rng) {
+  static constexpr int kJointCounts[] = {1,  2,  3,  5,  6,  7,  8,  9,
+                                         11, 13, 16, 17, 23, 31, 33, 64};
+  RandomBlend b;
+  b.joints = kJointCounts[static_cast<int>(rng.Uniform(0, 15.99f))];
+  // Now and then more layers than the job keeps on its stack.
+  const int num_layers = rng.Uniform(0, 1) < 0.05f
+                             ? 17 + static_cast<int>(rng.Uniform(0, 3.99f))
+                             : 2 + static_cast<int>(rng.Uniform(0, 4.99f));
+  for (int l = 0; l < num_layers; ++l) {
+    LocalPose pose = RandomPose(b.joints, rng);
+    if (l > 0 && rng.Uniform(0, 1) < 0.3f) {
+      // The first layer's rotations, half of them negated: flips on
+      // purpose, and opposite quaternions of one rotation.
+      for (int j = 0; j < b.joints; ++j) {
+        pose[j].rotation = b.poses[0][j].rotation;
+        if (rng.Uniform(0, 1) < 0.5f) pose[j].rotation.coeffs() *= -1.0f;
+      }
+    }
+    // Garbage in the padding (NaN, denormal): blended joints must not
+    // depend on it (copied joints carry it along).
+    for (Transform& t : pose) {
+      if (sizeof(Transform) != 48) break;
+      const float nan = kNaN;
+      const float denormal = 1e-40f;
+      unsigned char* bytes = reinterpret_cast<unsigned char*>(&t);
+      std::memcpy(bytes + 12, &nan, 4);
+      std::memcpy(bytes + 44, &denormal, 4);
+    }
+    b.poses.push_back(std::move(pose));
+    const float r = rng.Uniform(0, 1);
+    b.weights.push_back(r < 0.15f   ? 0.0f
+                        : r < 0.25f ? -0.5f
+                        : r < 0.35f ? rng.Uniform(0, 0.05f)  // threshold fill
+                                    : rng.Uniform(0, 2));
+    std::vector<float> mask;
+    if (rng.Uniform(0, 1) < 0.35f) {
+      mask.resize(b.joints);
+      for (float& m : mask) {
+        const float u = rng.Uniform(0, 1);
+        m = u < 0.2f ? 0.0f : u < 0.4f ? 1.0f : rng.Uniform(-0.2f, 1.5f);
+      }
+    }
+    b.masks.push_back(std::move(mask));
+  }
+  if (rng.Uniform(0, 1) < 0.4f) {
+    b.base_layer = static_cast<int>(rng.Uniform(0, num_layers - 0.01f));
+  }
+  if (rng.Uniform(0, 1) < 0.3f) {
+    b.blend_root = static_cast<int>(rng.Uniform(0, b.joints - 0.01f));
+  }
+  static constexpr float kThresholds[] = {0.0f, 0.1f, 0.5f, 2.0f};
+  b.threshold = kThresholds[static_cast<int>(rng.Uniform(0, 3.99f))];
+  if (rng.Uniform(0, 1) < 0.25f) {
+    b.aliased_layer = static_cast<int>(rng.Uniform(0, num_layers - 0.01f));
+  }
+  if (rng.Uniform(0, 1) < 0.15f) {
+    // Degenerate and NaN rotation sums: zero rotations at some joints in
+    // every layer, a NaN in others.
+    b.unchecked = true;
+    for (int j = 0; j < b.joints; ++j) {
+      const float u = rng.Uniform(0, 1);
+      for (LocalPose& pose : b.poses) {
+        if (u < 0.2f) pose[j].rotation.coeffs().setZero();
+        if (u > 0.9f) pose[j].rotation.coeffs()[j % 4] = kNaN;
+      }
+    }
+  }
+  return b;
+}
+
+// The output's bytes (padding included) and the status, under the current
+// SIMD level. The output starts as the same garbage for every run.
+std::string RunRandomBlend(const Skeleton& skeleton, const RandomBlend& b) {
+  // Byte copies: copying Transforms member by member would leave their
+  // padding (which in-place blends keep) to whatever the heap held.
+  std::vector<LocalPose> poses;
+  for (const LocalPose& pose : b.poses) {
+    poses.emplace_back(pose.size());
+    std::memcpy(static_cast<void*>(poses.back().data()), pose.data(),
+                pose.size() * sizeof(Transform));
+  }
+  LocalPose out(b.joints);
+  std::memset(static_cast<void*>(out.data()), 0x5a,
+              out.size() * sizeof(Transform));
+  LocalPose& target = b.aliased_layer >= 0 ? poses[b.aliased_layer] : out;
+  std::vector<BlendLayer> layers;
+  for (size_t l = 0; l < poses.size(); ++l) {
+    layers.push_back({poses[l], b.weights[l], b.masks[l]});
+  }
+  BlendingJob job;
+  job.skeleton = &skeleton;
+  job.layers = layers;
+  job.base_layer = b.base_layer;
+  job.blend_root = b.blend_root;
+  job.threshold = b.threshold;
+  job.output = absl::MakeSpan(target);
+  std::string result;
+  if (b.unchecked) {
+    result = job.Validate().ToString();
+    job.RunUnchecked();
+  } else {
+    result = job.Run().ToString();
+  }
+  result.append(reinterpret_cast<const char*>(target.data()),
+                target.size() * sizeof(Transform));
+  return result;
+}
+
+// The AVX2 kernels' contract (simd_level.h): the SSE2 kernels' bits, on
+// every path (same contributors everywhere, masks, blend root, threshold
+// fill, joint counts that are not multiples of 2, 4 or 8, in-place output,
+// degenerate and NaN sums).
+TEST(BlendingSimdTest, Blend_Avx2GivesTheSse2BitsOnRandomBlends) {
+  if (DetectedSimdLevel() != SimdLevel::kAvx2) {
+    GTEST_SKIP() << "this CPU has no AVX2";
+  }
+  const ScopedSimdLevel restore;
+  Rng rng(2024);
+  int blended = 0;
+  for (int i = 0; i < 800; ++i) {
+    const RandomBlend b = MakeRandomBlend(rng);
+    const Skeleton skeleton = TreeSkeleton(b.joints);
+    SetMaxSimdLevel(SimdLevel::kSse2);
+    ASSERT_EQ(ActiveSimdLevel(), SimdLevel::kSse2);
+    const std::string sse2 = RunRandomBlend(skeleton, b);
+    SetMaxSimdLevel(SimdLevel::kAvx2);
+    ASSERT_EQ(ActiveSimdLevel(), SimdLevel::kAvx2);
+    const std::string avx2 = RunRandomBlend(skeleton, b);
+    ASSERT_EQ(sse2.size(), avx2.size());
+    size_t first_difference = 0;
+    while (first_difference < sse2.size() &&
+           sse2[first_difference] == avx2[first_difference]) {
+      ++first_difference;
+    }
+    EXPECT_EQ(std::memcmp(sse2.data(), avx2.data(), sse2.size()), 0)
+        << "byte " << first_difference << " of " << sse2.size() << ", case "
+        << i << ": " << b.joints << " joints, " << b.poses.size()
+        << " layers, base " << b.base_layer << ", root " << b.blend_root
+        << ", threshold " << b.threshold << ", aliased " << b.aliased_layer
+        << (b.unchecked ? ", unchecked" : "");
+    blended += sse2.rfind("OK", 0) == 0;
+  }
+  EXPECT_GT(blended, 400);
+}
+
+// Validate's transform scan has an AVX2 version too: same statuses (the
+// first bad transform, whatever the level), including a bad transform in
+// the tail of a pose whose size is not a multiple of four.
+TEST(BlendingSimdTest, Blend_Avx2ValidateGivesTheSse2Statuses) {
+  if (DetectedSimdLevel() != SimdLevel::kAvx2) {
+    GTEST_SKIP() << "this CPU has no AVX2";
+  }
+  const ScopedSimdLevel restore;
+  Rng rng(77);
+  const int n = 23;
+  const Skeleton skeleton = TreeSkeleton(n);
+  const LocalPose good = RandomPose(n, rng);
+  for (int j = 0; j < n; ++j) {
+    for (int kind = 0; kind < 6; ++kind) {
+      LocalPose bad = RandomPose(n, rng);
+      switch (kind) {
+        case 0:
+          bad[j].translation.y() = kNaN;
+          break;
+        case 1:
+          bad[j].scale.z() = -kInf;
+          break;
+        case 2:
+          bad[j].rotation.coeffs() *= 1.01f;
+          break;
+        case 3:
+          bad[j].rotation.coeffs() *= 0.0f;
+          break;
+        case 4:
+          bad[j].rotation.w() = kNaN;
+          break;
+        case 5:
+          bad[j].translation.x() = 3e38f;
+          break;  // valid, sums overflow
+      }
+      if (kind != 5) bad[(j * 7 + 3) % n].scale.x() = kInf;  // a second one
+      std::vector<BlendLayer> layers = {{good, 0.5f, {}}, {bad, 0.5f, {}}};
+      LocalPose out(n);
+      BlendingJob job;
+      job.skeleton = &skeleton;
+      job.layers = layers;
+      job.output = absl::MakeSpan(out);
+      SetMaxSimdLevel(SimdLevel::kSse2);
+      const absl::Status sse2 = job.Validate();
+      SetMaxSimdLevel(SimdLevel::kAvx2);
+      const absl::Status avx2 = job.Validate();
+      EXPECT_EQ(sse2, avx2) << "joint " << j << " kind " << kind;
+      EXPECT_EQ(avx2.ok(), kind == 5) << avx2;
+    }
+  }
 }
 
 // The shared kernels (quaternion_math.h) against the scalar formulas and

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -339,12 +340,12 @@ POSEWIRE_AVX2_INLINE PairRows AccumulateTwoSingles(const Contributor* c0,
   return r;
 }
 
-// StoreFourRotations for the rotation sums of pairs p (joints k0, k1) and
-// r (k2, k3): returns each pair's unit rotations as (u1 | u0).
-POSEWIRE_AVX2_INLINE void NormalizeFour(const PairRows& p, const PairRows& r,
-                                        __m256* up, __m256* ur) {
-  const __m256 qp = Rotations(p.a, p.c);
-  const __m256 qr = Rotations(r.a, r.c);
+// StoreFourRotations for the rotation sums qp = (q1 | q0) of a pair of joints
+// and qr of another, with their first contributors' rotations (the
+// fallbacks): returns each pair's unit rotations as (u1 | u0).
+POSEWIRE_AVX2_INLINE void NormalizeFour(__m256 qp, __m256 first_p, __m256 qr,
+                                        __m256 first_r, __m256* up,
+                                        __m256* ur) {
   // Squared norms as FourDots sums them, its transpose within each half:
   // (n1, n3, n1, n3 | n0, n2, n0, n2).
   const __m256 mp = _mm256_mul_ps(qp, qp);
@@ -353,27 +354,30 @@ POSEWIRE_AVX2_INLINE void NormalizeFour(const PairRows& p, const PairRows& r,
       _mm256_add_ps(_mm256_unpacklo_ps(mp, mr), _mm256_unpackhi_ps(mp, mr));
   const __m256 mixed =
       _mm256_add_ps(s, _mm256_shuffle_ps(s, s, _MM_SHUFFLE(1, 0, 3, 2)));
-  // (n1, n3, n0, n2): one square root and one division for the four.
-  const __m128 packed = _mm_blend_ps(_mm256_castps256_ps128(mixed),
-                                     _mm256_extractf128_ps(mixed, 1), 0xC);
-  const __m128 inverse = _mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(packed));
-  const int degenerate =
-      _mm_movemask_ps(_mm_cmple_ps(packed, _mm_set1_ps(kMinQuatSquaredNorm)));
-  const __m256 wide = _mm256_castps128_ps256(inverse);
-  __m256 u0 =
-      _mm256_mul_ps(qp, _mm256_permutevar8x32_ps(
-                            wide, _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2)));
-  __m256 u1 =
-      _mm256_mul_ps(qr, _mm256_permutevar8x32_ps(
-                            wide, _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3)));
-  if (degenerate != 0) [[unlikely]] {
-    if (degenerate & 1) u0 = _mm256_blend_ps(u0, p.first, 0x0F);
-    if (degenerate & 4) u0 = _mm256_blend_ps(u0, p.first, 0xF0);
-    if (degenerate & 2) u1 = _mm256_blend_ps(u1, r.first, 0x0F);
-    if (degenerate & 8) u1 = _mm256_blend_ps(u1, r.first, 0xF0);
+  // One square root and one division for the four (each twice: a 256-bit
+  // one costs about what two 128-bit ones do, and saves moving the norms
+  // across halves and back).
+  const __m256 inverse =
+      _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(mixed));
+  const int degenerate = _mm256_movemask_ps(
+      _mm256_cmp_ps(mixed, _mm256_set1_ps(kMinQuatSquaredNorm), _CMP_LE_OS));
+  __m256 u0 = _mm256_mul_ps(qp, _mm256_permute_ps(inverse, 0x00));
+  __m256 u1 = _mm256_mul_ps(qr, _mm256_permute_ps(inverse, 0x55));
+  if ((degenerate & 0x33) != 0) [[unlikely]] {
+    if (degenerate & 0x01) u0 = _mm256_blend_ps(u0, first_p, 0x0F);
+    if (degenerate & 0x10) u0 = _mm256_blend_ps(u0, first_p, 0xF0);
+    if (degenerate & 0x02) u1 = _mm256_blend_ps(u1, first_r, 0x0F);
+    if (degenerate & 0x20) u1 = _mm256_blend_ps(u1, first_r, 0xF0);
   }
   *up = u0;
   *ur = u1;
+}
+
+// The same for the rotation sums in rows a and c of two PairRows.
+POSEWIRE_AVX2_INLINE void NormalizeFour(const PairRows& p, const PairRows& r,
+                                        __m256* up, __m256* ur) {
+  NormalizeFour(Rotations(p.a, p.c), p.first, Rotations(r.a, r.c), r.first, up,
+                ur);
 }
 
 // Stores the rows of a pair of joints, with unit rotations u = (u1 | u0) in
@@ -394,114 +398,254 @@ POSEWIRE_AVX2_INLINE void StoreRotations(__m256 u, Transform* out0,
                       reinterpret_cast<float*>(out1) + 4, u);
 }
 
-// One contributor's weight per row of the fast path, zero in the padding
-// lanes: the padding is never masked on load there, and garbage times +0 is
-// +-0 or NaN, never a denormal (whose products would be slow); StoreRows
-// clears those lanes.
+// One contributor's weights in the fast path's layout, where a pair of
+// joints is held as ts = (t0 | s1) and b = (s0 | t1), their rotations apart
+// (see BlendAllGroups): `xyz` multiplies ts and b, zero in the padding
+// lanes (3 and 7, never masked on load: garbage times +0 is +-0 or NaN,
+// never a denormal, and the stores clear those lanes); `q` multiplies the
+// rotations.
 // Plain floats: a std::vector of __m256 need not be 32-byte aligned.
 struct RowWeights {
-  float a[8], b[8], c[8];
+  float xyz[8];
+  float q[8];
 };
 
-// Stores a pair's rows with unit rotations u = (u1 | u0) in place of the
-// sums, the padding lanes cleared.
-POSEWIRE_AVX2_INLINE void StoreRows(__m256 a, __m256 b, __m256 c, __m256 u,
-                                    Transform* out) {
+// What the checked fast path (RunScreened) learns from the inputs it blends:
+// the extremes of their squared rotation norms, and a sum of the output's
+// translation and scale rows and of the rotation sums' squared norms, which
+// is finite only if every input component is (a NaN or an infinity times a
+// weight, even +0, is not finite and stays so through the sums). A NaN norm
+// may hide the extremes seen before it, but then that NaN reaches the sum.
+struct Screen {
+  __m256 min_norm, max_norm, sum;
+};
+
+// Half sums of the squared norms of four rotations held transposed (lo,
+// hi), as BlendAllGroups holds them: (x^2 + z^2) and (y^2 + w^2) side by
+// side. Any order of summation will do for a screen (its bounds have a
+// margin for rounding).
+POSEWIRE_AVX2_INLINE __m256 HalfNorms(__m256 lo, __m256 hi) {
+  return _mm256_add_ps(_mm256_mul_ps(lo, lo), _mm256_mul_ps(hi, hi));
+}
+
+// Screens the squared norms of two layers' four rotations from their
+// HalfNorms (the same layer twice for an odd one out): one transposing add
+// and one pair of extremes for the two.
+POSEWIRE_AVX2_INLINE void ScreenNorms(__m256 s0, __m256 s1, Screen* screen) {
+  const __m256 n2 =
+      _mm256_add_ps(_mm256_shuffle_ps(s0, s1, _MM_SHUFFLE(1, 0, 1, 0)),
+                    _mm256_shuffle_ps(s0, s1, _MM_SHUFFLE(3, 2, 3, 2)));
+  screen->min_norm = _mm256_min_ps(screen->min_norm, n2);
+  screen->max_norm = _mm256_max_ps(screen->max_norm, n2);
+}
+
+// The fast path's kernel for joints [0, n - n % 4), four at a time (as
+// BlendFourJoints), kCount contributors (0: `count`, any number >= 2),
+// unrolled per count: the layer loop of two to four contributors is short
+// enough that its own overhead (and the reloaded pointers and weights)
+// costs as much as a layer's arithmetic. With kScreen, also screens the
+// transforms it reads (Screen).
+//
+// It keeps the rotation sums of the four joints transposed, as
+// FourDots' first step leaves products:
+//   lo = (x1 x3 y1 y3 | x0 x2 y0 y2), hi = (z1 z3 w1 w3 | z0 z2 w0 w2)
+// (unpacklo and unpackhi of the pairs' (q1 | q0) and (q3 | q2)). The
+// hemisphere tests' dot products then come out as (d1 d3 d1 d3 | d0 d2 d0
+// d2), lane for lane the joints of lo and hi, so one sign mask flips both
+// registers without a splat per pair, and the squared norms are
+// lo^2 + hi^2 plus one shuffle, with no transpose (nor the inverse norms
+// any splat). Every lane computes what it did in the (q1 | q0) layout, in
+// the same order, so the bits are the SSE2 path's.
+template <int kCount, bool kScreen>
+POSEWIRE_AVX2_INLINE void BlendAllGroups(const float* const* pose,
+                                         const RowWeights* w, int count, int n,
+                                         Transform* out, Screen* screen) {
+  const int layers = kCount > 0 ? kCount : count;
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 pad_mask = MaskB();
   float* o = reinterpret_cast<float*>(out);
-  _mm256_storeu_ps(o, _mm256_and_ps(_mm256_blend_ps(a, u, 0xF0), MaskA()));
-  _mm256_storeu_ps(o + 8, _mm256_and_ps(b, MaskB()));
-  _mm256_storeu_ps(o + 16, _mm256_and_ps(_mm256_blend_ps(u, c, 0xF0), MaskC()));
+  for (size_t f = 0, end = static_cast<size_t>(n / 4) * 48; f < end;
+       f += 48, o += 48) {
+    // Joints j, j + 1 (pair p) and j + 2, j + 3 (pair r), f = 12 j.
+    const float* x = pose[0] + f;
+    __m256 a = _mm256_loadu_ps(x);
+    __m256 c = _mm256_loadu_ps(x + 16);
+    const __m256 first_p = Rotations(a, c);
+    __m256 wxyz = _mm256_loadu_ps(w[0].xyz);
+    __m256 ts_p = _mm256_mul_ps(_mm256_blend_ps(a, c, 0xF0), wxyz);
+    __m256 b_p = _mm256_mul_ps(_mm256_loadu_ps(x + 8), wxyz);
+    a = _mm256_loadu_ps(x + 24);
+    c = _mm256_loadu_ps(x + 40);
+    const __m256 first_r = Rotations(a, c);
+    __m256 ts_r = _mm256_mul_ps(_mm256_blend_ps(a, c, 0xF0), wxyz);
+    __m256 b_r = _mm256_mul_ps(_mm256_loadu_ps(x + 32), wxyz);
+    // The first contributor's rotations, transposed, and the sums.
+    const __m256 first_lo = _mm256_unpacklo_ps(first_p, first_r);
+    const __m256 first_hi = _mm256_unpackhi_ps(first_p, first_r);
+    __m256 wq = _mm256_loadu_ps(w[0].q);
+    __m256 q_lo = _mm256_mul_ps(first_lo, wq);
+    __m256 q_hi = _mm256_mul_ps(first_hi, wq);
+    // The screen's half norms of an even layer, waiting for the next one.
+    __m256 pending = _mm256_setzero_ps();
+    if constexpr (kScreen) pending = HalfNorms(first_lo, first_hi);
+#pragma GCC unroll 4
+    for (int i = 1; i < layers; ++i) {
+      x = pose[i] + f;
+      const __m256 pa = _mm256_loadu_ps(x);
+      const __m256 pc = _mm256_loadu_ps(x + 16);
+      const __m256 ra = _mm256_loadu_ps(x + 24);
+      const __m256 rc = _mm256_loadu_ps(x + 40);
+      const __m256 xq_p = Rotations(pa, pc);
+      const __m256 xq_r = Rotations(ra, rc);
+      const __m256 x_lo = _mm256_unpacklo_ps(xq_p, xq_r);
+      const __m256 x_hi = _mm256_unpackhi_ps(xq_p, xq_r);
+      if constexpr (kScreen) {
+        const __m256 half_norms = HalfNorms(x_lo, x_hi);
+        if (i & 1) {
+          ScreenNorms(pending, half_norms, screen);
+        } else {
+          pending = half_norms;
+        }
+      }
+      // The four hemisphere tests: FourDots' sums (x x' + z z') +
+      // (y y' + w w'), in lanes (d1 d3 d1 d3 | d0 d2 d0 d2).
+      const __m256 s = _mm256_add_ps(_mm256_mul_ps(first_lo, x_lo),
+                                     _mm256_mul_ps(first_hi, x_hi));
+      const __m256 flips = _mm256_and_ps(
+          _mm256_cmp_ps(_mm256_add_ps(s, _mm256_shuffle_ps(
+                                             s, s, _MM_SHUFFLE(1, 0, 3, 2))),
+                        _mm256_setzero_ps(), _CMP_LT_OS),
+          sign);
+      wxyz = _mm256_loadu_ps(w[i].xyz);
+      wq = _mm256_xor_ps(_mm256_loadu_ps(w[i].q), flips);
+      ts_p = _mm256_add_ps(ts_p,
+                           _mm256_mul_ps(_mm256_blend_ps(pa, pc, 0xF0), wxyz));
+      b_p = _mm256_add_ps(b_p, _mm256_mul_ps(_mm256_loadu_ps(x + 8), wxyz));
+      ts_r = _mm256_add_ps(ts_r,
+                           _mm256_mul_ps(_mm256_blend_ps(ra, rc, 0xF0), wxyz));
+      b_r = _mm256_add_ps(b_r, _mm256_mul_ps(_mm256_loadu_ps(x + 32), wxyz));
+      q_lo = _mm256_add_ps(q_lo, _mm256_mul_ps(x_lo, wq));
+      q_hi = _mm256_add_ps(q_hi, _mm256_mul_ps(x_hi, wq));
+    }
+    // StoreFourRotations: squared norms (n1 n3 n1 n3 | n0 n2 n0 n2), one
+    // square root and division for the four (each twice: a 256-bit one
+    // costs about what two 128-bit ones do), then back to (q1 | q0) and
+    // (q3 | q2).
+    const __m256 s =
+        _mm256_add_ps(_mm256_mul_ps(q_lo, q_lo), _mm256_mul_ps(q_hi, q_hi));
+    const __m256 n2 =
+        _mm256_add_ps(s, _mm256_shuffle_ps(s, s, _MM_SHUFFLE(1, 0, 3, 2)));
+    const __m256 inverse =
+        _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(n2));
+    const __m256 u_lo = _mm256_mul_ps(q_lo, inverse);
+    const __m256 u_hi = _mm256_mul_ps(q_hi, inverse);
+    __m256 up = _mm256_shuffle_ps(u_lo, u_hi, _MM_SHUFFLE(2, 0, 2, 0));
+    __m256 ur = _mm256_shuffle_ps(u_lo, u_hi, _MM_SHUFFLE(3, 1, 3, 1));
+    const int degenerate = _mm256_movemask_ps(
+        _mm256_cmp_ps(n2, _mm256_set1_ps(kMinQuatSquaredNorm), _CMP_LE_OS));
+    if ((degenerate & 0x33) != 0) [[unlikely]] {
+      if (degenerate & 0x01) up = _mm256_blend_ps(up, first_p, 0x0F);
+      if (degenerate & 0x10) up = _mm256_blend_ps(up, first_p, 0xF0);
+      if (degenerate & 0x02) ur = _mm256_blend_ps(ur, first_r, 0x0F);
+      if (degenerate & 0x20) ur = _mm256_blend_ps(ur, first_r, 0xF0);
+    }
+    ts_p = _mm256_and_ps(ts_p, pad_mask);
+    ts_r = _mm256_and_ps(ts_r, pad_mask);
+    b_p = _mm256_and_ps(b_p, pad_mask);
+    b_r = _mm256_and_ps(b_r, pad_mask);
+    _mm256_storeu_ps(o, _mm256_blend_ps(ts_p, up, 0xF0));
+    _mm256_storeu_ps(o + 8, b_p);
+    _mm256_storeu_ps(o + 16, _mm256_blend_ps(up, ts_p, 0xF0));
+    _mm256_storeu_ps(o + 24, _mm256_blend_ps(ts_r, ur, 0xF0));
+    _mm256_storeu_ps(o + 32, b_r);
+    _mm256_storeu_ps(o + 40, _mm256_blend_ps(ur, ts_r, 0xF0));
+    if constexpr (kScreen) {
+      if (layers & 1) ScreenNorms(pending, pending, screen);
+      // The rotation sums are finite if their squared norms are (which
+      // cannot overflow once the inputs' norms pass).
+      screen->sum = _mm256_add_ps(
+          screen->sum, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(ts_p, b_p),
+                                                   _mm256_add_ps(ts_r, b_r)),
+                                     n2));
+    }
+  }
 }
 
 // The fast path: every joint of [0, n) with the same contributors
 // (count >= 2). Joints 0 .. n - n % 4 blend four at a time (as
 // BlendFourJoints), the rest one at a time (BlendJoint), as in the SSE path:
 // the two differ for NaN sums (unvalidated inputs), so the split is the same.
-POSEWIRE_AVX2_FUNCTION void BlendAll(const Contributor* c, int count, int n,
-                                     Transform* out) {
+// With kScreen, also screens every transform it reads as
+// TransformLooksValid does, and returns false if one fails (having written
+// `out` all the same).
+template <bool kScreen>
+POSEWIRE_AVX2_INLINE bool BlendAllImpl(const Contributor* c, int count, int n,
+                                       Transform* out) {
   RowWeights stack_weights[kStackContributors + 1];
+  const float* stack_poses[kStackContributors + 1];
   std::vector<RowWeights> heap_weights;
+  std::vector<const float*> heap_poses;
   RowWeights* w = stack_weights;
+  const float** poses = stack_poses;
   if (count > kStackContributors + 1) {
     heap_weights.resize(count);
+    heap_poses.resize(count);
     w = heap_weights.data();
+    poses = heap_poses.data();
   }
   for (int i = 0; i < count; ++i) {
     const __m256 x = _mm256_set1_ps(c[i].weight);
-    _mm256_storeu_ps(w[i].a, _mm256_and_ps(x, MaskA()));
-    _mm256_storeu_ps(w[i].b, _mm256_and_ps(x, MaskB()));
-    _mm256_storeu_ps(w[i].c, _mm256_and_ps(x, MaskC()));
+    _mm256_storeu_ps(w[i].xyz, _mm256_and_ps(x, MaskB()));
+    _mm256_storeu_ps(w[i].q, x);
+    poses[i] = reinterpret_cast<const float*>(c[i].pose);
   }
-  // The sign bit in the rotation half of row a (high) and of row c (low).
-  const __m256 sign_a =
-      _mm256_setr_ps(0.0f, 0.0f, 0.0f, 0.0f, -0.0f, -0.0f, -0.0f, -0.0f);
-  const __m256 sign_c =
-      _mm256_setr_ps(-0.0f, -0.0f, -0.0f, -0.0f, 0.0f, 0.0f, 0.0f, 0.0f);
-  int j = 0;
-  for (; j + 4 <= n; j += 4) {
-    // Joints j, j + 1 (pair p) and j + 2, j + 3 (pair r).
-    const float* x = reinterpret_cast<const float*>(c[0].pose + j);
-    __m256 pa = _mm256_loadu_ps(x);
-    __m256 pb = _mm256_loadu_ps(x + 8);
-    __m256 pc = _mm256_loadu_ps(x + 16);
-    __m256 ra = _mm256_loadu_ps(x + 24);
-    __m256 rb = _mm256_loadu_ps(x + 32);
-    __m256 rc = _mm256_loadu_ps(x + 40);
-    PairRows p, r;
-    p.first = Rotations(pa, pc);
-    r.first = Rotations(ra, rc);
-    __m256 wa = _mm256_loadu_ps(w[0].a);
-    __m256 wb = _mm256_loadu_ps(w[0].b);
-    __m256 wc = _mm256_loadu_ps(w[0].c);
-    p.a = _mm256_mul_ps(pa, wa);
-    p.b = _mm256_mul_ps(pb, wb);
-    p.c = _mm256_mul_ps(pc, wc);
-    r.a = _mm256_mul_ps(ra, wa);
-    r.b = _mm256_mul_ps(rb, wb);
-    r.c = _mm256_mul_ps(rc, wc);
-    for (int i = 1; i < count; ++i) {
-      x = reinterpret_cast<const float*>(c[i].pose + j);
-      pa = _mm256_loadu_ps(x);
-      pb = _mm256_loadu_ps(x + 8);
-      pc = _mm256_loadu_ps(x + 16);
-      ra = _mm256_loadu_ps(x + 24);
-      rb = _mm256_loadu_ps(x + 32);
-      rc = _mm256_loadu_ps(x + 40);
-      wa = _mm256_loadu_ps(w[i].a);
-      wb = _mm256_loadu_ps(w[i].b);
-      wc = _mm256_loadu_ps(w[i].c);
-      // Both pairs' hemisphere tests at once, FourDots' transpose within
-      // each half: lanes (p, r, p, r) of each half, then splat per pair.
-      const __m256 mp = _mm256_mul_ps(p.first, Rotations(pa, pc));
-      const __m256 mr = _mm256_mul_ps(r.first, Rotations(ra, rc));
-      const __m256 s =
-          _mm256_add_ps(_mm256_unpacklo_ps(mp, mr), _mm256_unpackhi_ps(mp, mr));
-      const __m256 flips = _mm256_cmp_ps(
-          _mm256_add_ps(s, _mm256_shuffle_ps(s, s, _MM_SHUFFLE(1, 0, 3, 2))),
-          _mm256_setzero_ps(), _CMP_LT_OS);
-      const __m256 flip_p = _mm256_shuffle_ps(flips, flips, 0x00);
-      const __m256 flip_r = _mm256_shuffle_ps(flips, flips, 0x55);
-      p.a = _mm256_add_ps(
-          p.a,
-          _mm256_mul_ps(pa, _mm256_xor_ps(wa, _mm256_and_ps(flip_p, sign_a))));
-      p.b = _mm256_add_ps(p.b, _mm256_mul_ps(pb, wb));
-      p.c = _mm256_add_ps(
-          p.c,
-          _mm256_mul_ps(pc, _mm256_xor_ps(wc, _mm256_and_ps(flip_p, sign_c))));
-      r.a = _mm256_add_ps(
-          r.a,
-          _mm256_mul_ps(ra, _mm256_xor_ps(wa, _mm256_and_ps(flip_r, sign_a))));
-      r.b = _mm256_add_ps(r.b, _mm256_mul_ps(rb, wb));
-      r.c = _mm256_add_ps(
-          r.c,
-          _mm256_mul_ps(rc, _mm256_xor_ps(wc, _mm256_and_ps(flip_r, sign_c))));
+  Screen screen;
+  screen.min_norm = _mm256_set1_ps(1.0f);
+  screen.max_norm = _mm256_set1_ps(1.0f);
+  screen.sum = _mm256_setzero_ps();
+  switch (count) {
+    case 2:
+      BlendAllGroups<2, kScreen>(poses, w, count, n, out, &screen);
+      break;
+    case 3:
+      BlendAllGroups<3, kScreen>(poses, w, count, n, out, &screen);
+      break;
+    case 4:
+      BlendAllGroups<4, kScreen>(poses, w, count, n, out, &screen);
+      break;
+    default:
+      BlendAllGroups<0, kScreen>(poses, w, count, n, out, &screen);
+  }
+  bool ok = true;
+  for (int j = n & ~3; j < n; ++j) {
+    if constexpr (kScreen) {
+      for (int i = 0; i < count; ++i) ok &= TransformLooksValid(c[i].pose[j]);
     }
-    __m256 up, ur;
-    NormalizeFour(p, r, &up, &ur);
-    StoreRows(p.a, p.b, p.c, up, out + j);
-    StoreRows(r.a, r.b, r.c, ur, out + j + 2);
+    BlendJoint(c, count, j, out + j);
   }
-  for (; j < n; ++j) BlendJoint(c, count, j, out + j);
+  if constexpr (kScreen) {
+    const __m256 finite = _mm256_cmp_ps(_mm256_sub_ps(screen.sum, screen.sum),
+                                        _mm256_setzero_ps(), _CMP_EQ_OQ);
+    const __m256 in_range = _mm256_and_ps(
+        _mm256_cmp_ps(screen.min_norm, _mm256_set1_ps(kScreenMinSquaredNorm),
+                      _CMP_GE_OQ),
+        _mm256_cmp_ps(screen.max_norm, _mm256_set1_ps(kScreenMaxSquaredNorm),
+                      _CMP_LE_OQ));
+    ok &= _mm256_movemask_ps(_mm256_and_ps(finite, in_range)) == 0xFF;
+  }
+  return ok;
+}
+
+POSEWIRE_AVX2_FUNCTION void BlendAll(const Contributor* c, int count, int n,
+                                     Transform* out) {
+  BlendAllImpl<false>(c, count, n, out);
+}
+
+// BlendAll that also screens the transforms it reads (true when they all
+// pass).
+POSEWIRE_AVX2_FUNCTION bool BlendAllScreened(const Contributor* c, int count,
+                                             int n, Transform* out) {
+  return BlendAllImpl<true>(c, count, n, out);
 }
 
 // BlendFourJoints for four joints with their own contributors: joints with
@@ -785,6 +929,65 @@ absl::Status CheckWeight(float w, size_t layer, int joint,
                    kMaxBlendWeight));
 }
 
+#if POSEWIRE_BLEND_AVX2
+// Run()'s fast path with AVX2 (no masks, no blend root, two contributors or
+// more, at most kMaxScreenedJoints joints): Validate()'s transform scan
+// fused into the blend, which reads every contributing transform anyway.
+// The blend goes to a scratch pose, copied to the output only when every
+// layer's transforms pass the screen (nothing is written on error, and the
+// output may alias a layer); otherwise returns false, having written
+// nothing, and Run() validates and blends as usual. The caller has checked
+// everything but the transforms. The bits are RunUnchecked's: the same
+// kernel, the same contributors.
+constexpr int kMaxScreenedJoints = 256;
+
+// Whether RunScreened may apply, before anything is validated: the checks
+// it needs are O(layers).
+bool MayRunScreened(const BlendingJob& job) {
+  if (job.layers_validated || job.blend_root != -1 || job.skeleton == nullptr ||
+      job.skeleton->num_joints() > kMaxScreenedJoints ||
+      job.layers.size() > static_cast<size_t>(kStackContributors)) {
+    return false;
+  }
+  for (const BlendLayer& layer : job.layers) {
+    if (!layer.joint_weights.empty()) return false;
+  }
+  return UseAvx2();
+}
+
+// For a job that MayRunScreened and passes Validate() but for the
+// transforms.
+bool RunScreened(const BlendingJob& job) {
+  const Skeleton& skel = *job.skeleton;
+  const int n = skel.num_joints();
+  const absl::Span<const BlendLayer> layers = job.layers;
+  float weights[kStackContributors];
+  for (size_t l = 0; l < layers.size(); ++l) {
+    weights[l] = Effective(layers[l].weight);
+  }
+  const Transform* fallback = job.base_layer >= 0
+                                  ? layers[job.base_layer].transform.data()
+                                  : skel.rest_pose().data();
+  Contributor c[kStackContributors + 1];
+  const int count =
+      GatherContributors(layers, weights, fallback, job.threshold, c);
+  if (count < 2) return false;
+  // Layers without weight are not read by the blend: scanned apart.
+  for (size_t l = 0; l < layers.size(); ++l) {
+    if (!(weights[l] > 0.0f) && !avx2::PoseLooksValid(layers[l].transform)) {
+      return false;
+    }
+  }
+  alignas(32) float scratch[kMaxScreenedJoints * 12];
+  static_assert(sizeof(Transform) == 12 * sizeof(float));
+  Transform* blended = reinterpret_cast<Transform*>(scratch);
+  if (!avx2::BlendAllScreened(c, count, n, blended)) return false;
+  std::memcpy(static_cast<void*>(job.output.data()), blended,
+              n * sizeof(Transform));
+  return true;
+}
+#endif
+
 }  // namespace
 
 absl::Status BlendingJob::Validate() const {
@@ -853,6 +1056,18 @@ absl::Status BlendingJob::Validate() const {
 }
 
 absl::Status BlendingJob::Run() const {
+#if POSEWIRE_BLEND_AVX2
+  if (MayRunScreened(*this)) {
+    // Everything but the transforms first (O(layers) without masks), so
+    // that RunScreened only has the transforms to screen; when it declines
+    // or a transform fails its screen, the full Validate() below decides
+    // (and names the first bad transform).
+    BlendingJob structure = *this;
+    structure.layers_validated = true;
+    if (absl::Status s = structure.Validate(); !s.ok()) return s;
+    if (RunScreened(*this)) return absl::OkStatus();
+  }
+#endif
   if (absl::Status s = Validate(); !s.ok()) return s;
   RunUnchecked();
   return absl::OkStatus();

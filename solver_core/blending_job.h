@@ -22,8 +22,14 @@
 // see simd_level.h; the build stays baseline SSE2): two consecutive 48-byte
 // Transforms are exactly three 256-bit rows, (t0 q0), (s0 t1), (q1 s1), so
 // each layer adds to two joints with three loads, three multiplies and three
-// adds, the hemisphere flip being the sign of the weight in the rotation
-// halves. Validate()'s transform scan reads the same rows. The results are
+// adds. Where every joint has the same contributors, the rotations of four
+// joints are gathered and summed transposed, so the four hemisphere tests
+// and squared norms need no transpose and one sign mask flips all four.
+// Validate()'s transform scan reads the same rows, and Run() without masks
+// or blend root (up to 256 joints) screens the transforms while it blends
+// them, into scratch copied to the output once they all pass, instead of
+// scanning them first (on a failed screen it validates and blends as
+// before, so its statuses and output are unchanged). The results are
 // the SSE2 path's bit for bit: every lane performs the same IEEE operations
 // in the same order (products x * w, the running sums in layer order, dot
 // products summed (x x' + z z') + (y y' + w w') against the first

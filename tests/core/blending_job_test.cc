@@ -10,12 +10,14 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Geometry>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "solver_core/pose.h"
 #include "solver_core/quaternion_math.h"
 #include "solver_core/simd_level.h"
@@ -557,6 +559,120 @@ TEST(BlendingSimdTest, Blend_Avx2ValidateGivesTheSse2Statuses) {
       EXPECT_EQ(avx2.ok(), kind == 5) << avx2;
     }
   }
+}
+
+// Run() with AVX2 screens the transforms while it blends them (no masks, no
+// blend root), into scratch: a bad transform in a contributing layer (in
+// the four-joint groups or the tail, the first, second or third of three),
+// in a layer without weight, or in the base layer filling in gives
+// Validate()'s status and leaves the output as it was, in place too; a valid
+// pose whose sums overflow the screen still blends; the bits are the SSE2
+// path's either way.
+TEST(BlendingSimdTest, Blend_Avx2CheckedRunScreensWhileBlending) {
+  if (DetectedSimdLevel() != SimdLevel::kAvx2) {
+    GTEST_SKIP() << "this CPU has no AVX2";
+  }
+  const ScopedSimdLevel restore;
+  Rng rng(99);
+  int failed = 0;
+  for (const int n : {4, 7, 64, 67}) {
+    const Skeleton skeleton = TreeSkeleton(n);
+    for (int kind = 0; kind < 6; ++kind) {
+      for (int where = 0; where < 4; ++where) {
+        for (const bool aliased : {false, true}) {
+          std::vector<LocalPose> poses;
+          for (int l = 0; l < 3; ++l) poses.push_back(RandomPose(n, rng));
+          // Layer 1 contributes, layer 2 has no weight; with where == 2
+          // layer 0 is the base layer and also fills in below the
+          // threshold.
+          std::vector<float> weights = {0.3f, 0.6f, 0.0f};
+          int base_layer = -1;
+          if (where == 2) {
+            weights = {0.01f, 0.02f, 0.0f};
+            base_layer = 0;
+          }
+          // With where == 3, three contributors, the last one bad.
+          if (where == 3) weights = {0.3f, 0.6f, 0.4f};
+          static constexpr int kBadLayer[] = {1, 2, 0, 2};
+          LocalPose& bad = poses[kBadLayer[where]];
+          const int j = static_cast<int>(rng.Uniform(0, n - 0.01f));
+          switch (kind) {
+            case 0:
+              bad[j].translation.y() = kNaN;
+              break;
+            case 1:
+              bad[j].scale.z() = -kInf;
+              break;
+            case 2:
+              bad[j].rotation.coeffs() *= 1.01f;
+              break;
+            case 3:
+              bad[j].rotation.coeffs() *= 0.0f;
+              break;
+            case 4:
+              bad[j].rotation.w() = kNaN;
+              break;
+            case 5:
+              bad[j].translation.x() = 3e38f;
+              poses[1][j].translation.x() = 3e38f;
+              break;  // valid, sums overflow
+          }
+          auto run = [&](SimdLevel level, bool* untouched) {
+            SetMaxSimdLevel(level);
+            // Byte copies (padding included), as in RunRandomBlend.
+            std::vector<LocalPose> copies;
+            for (const LocalPose& pose : poses) {
+              copies.emplace_back(n);
+              std::memcpy(static_cast<void*>(copies.back().data()), pose.data(),
+                          n * sizeof(Transform));
+            }
+            LocalPose out(n);
+            std::memset(static_cast<void*>(out.data()), 0x5a,
+                        out.size() * sizeof(Transform));
+            LocalPose& target = aliased ? copies[1] : out;
+            const std::string before(
+                reinterpret_cast<const char*>(target.data()),
+                n * sizeof(Transform));
+            std::vector<BlendLayer> layers;
+            for (int l = 0; l < 3; ++l) {
+              layers.push_back({copies[l], weights[l], {}});
+            }
+            BlendingJob job;
+            job.skeleton = &skeleton;
+            job.layers = layers;
+            job.base_layer = base_layer;
+            job.output = absl::MakeSpan(target);
+            std::string result = job.Run().ToString();
+            *untouched =
+                std::memcmp(before.data(), target.data(), before.size()) == 0;
+            result.append(reinterpret_cast<const char*>(target.data()),
+                          n * sizeof(Transform));
+            return result;
+          };
+          bool sse2_untouched = false;
+          bool avx2_untouched = false;
+          const std::string sse2 = run(SimdLevel::kSse2, &sse2_untouched);
+          const std::string avx2 = run(SimdLevel::kAvx2, &avx2_untouched);
+          const std::string context =
+              absl::StrCat(n, " joints, kind ", kind, ", where ", where,
+                           ", joint ", j, aliased ? ", aliased" : "");
+          EXPECT_EQ(sse2.size(), avx2.size()) << context;
+          EXPECT_EQ(std::memcmp(sse2.data(), avx2.data(),
+                                std::min(sse2.size(), avx2.size())),
+                    0)
+              << context;
+          const bool ok = avx2.rfind("OK", 0) == 0;
+          EXPECT_EQ(ok, kind == 5) << context << ": " << avx2.substr(0, 80);
+          if (!ok) {
+            ++failed;
+            EXPECT_TRUE(avx2_untouched) << context;
+            EXPECT_TRUE(sse2_untouched) << context;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(failed, 4 * 5 * 4 * 2);
 }
 
 // The shared kernels (quaternion_math.h) against the scalar formulas and

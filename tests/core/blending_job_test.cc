@@ -512,6 +512,33 @@ TEST(BlendingSimdTest, Blend_Avx2GivesTheSse2BitsOnRandomBlends) {
 // Validate's transform scan has an AVX2 version too: same statuses (the
 // first bad transform, whatever the level), including a bad transform in
 // the tail of a pose whose size is not a multiple of four.
+
+// Spoils `t` in one of six ways: NaN translation, infinite scale, rotation
+// 1% off unit length, zero rotation, NaN rotation, or (kind 5) a valid but
+// huge translation whose weighted sums overflow.
+void MakeBad(int kind, Transform* t) {
+  switch (kind) {
+    case 0:
+      t->translation.y() = kNaN;
+      break;
+    case 1:
+      t->scale.z() = -kInf;
+      break;
+    case 2:
+      t->rotation.coeffs() *= 1.01f;
+      break;
+    case 3:
+      t->rotation.coeffs() *= 0.0f;
+      break;
+    case 4:
+      t->rotation.w() = kNaN;
+      break;
+    case 5:
+      t->translation.x() = 3e38f;
+      break;
+  }
+}
+
 TEST(BlendingSimdTest, Blend_Avx2ValidateGivesTheSse2Statuses) {
   if (DetectedSimdLevel() != SimdLevel::kAvx2) {
     GTEST_SKIP() << "this CPU has no AVX2";
@@ -524,26 +551,7 @@ TEST(BlendingSimdTest, Blend_Avx2ValidateGivesTheSse2Statuses) {
   for (int j = 0; j < n; ++j) {
     for (int kind = 0; kind < 6; ++kind) {
       LocalPose bad = RandomPose(n, rng);
-      switch (kind) {
-        case 0:
-          bad[j].translation.y() = kNaN;
-          break;
-        case 1:
-          bad[j].scale.z() = -kInf;
-          break;
-        case 2:
-          bad[j].rotation.coeffs() *= 1.01f;
-          break;
-        case 3:
-          bad[j].rotation.coeffs() *= 0.0f;
-          break;
-        case 4:
-          bad[j].rotation.w() = kNaN;
-          break;
-        case 5:
-          bad[j].translation.x() = 3e38f;
-          break;  // valid, sums overflow
-      }
+      MakeBad(kind, &bad[j]);
       if (kind != 5) bad[(j * 7 + 3) % n].scale.x() = kInf;  // a second one
       std::vector<BlendLayer> layers = {{good, 0.5f, {}}, {bad, 0.5f, {}}};
       LocalPose out(n);
@@ -596,27 +604,8 @@ TEST(BlendingSimdTest, Blend_Avx2CheckedRunScreensWhileBlending) {
           static constexpr int kBadLayer[] = {1, 2, 0, 2};
           LocalPose& bad = poses[kBadLayer[where]];
           const int j = static_cast<int>(rng.Uniform(0, n - 0.01f));
-          switch (kind) {
-            case 0:
-              bad[j].translation.y() = kNaN;
-              break;
-            case 1:
-              bad[j].scale.z() = -kInf;
-              break;
-            case 2:
-              bad[j].rotation.coeffs() *= 1.01f;
-              break;
-            case 3:
-              bad[j].rotation.coeffs() *= 0.0f;
-              break;
-            case 4:
-              bad[j].rotation.w() = kNaN;
-              break;
-            case 5:
-              bad[j].translation.x() = 3e38f;
-              poses[1][j].translation.x() = 3e38f;
-              break;  // valid, sums overflow
-          }
+          MakeBad(kind, &bad[j]);
+          if (kind == 5) poses[1][j].translation.x() = 3e38f;
           auto run = [&](SimdLevel level, bool* untouched) {
             SetMaxSimdLevel(level);
             // Byte copies (padding included), as in RunRandomBlend.

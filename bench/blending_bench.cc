@@ -75,7 +75,19 @@ class ScopedSimdCap {
   SimdLevel previous_;
 };
 
-void Blend(benchmark::State& state, bool unchecked, bool masked,
+// What Run() checks before blending.
+enum class Checks {
+  // Validate() in full: sizes, weights and every input transform (finite,
+  // unit rotation).
+  kAll,
+  // layers_validated: sizes, indices and weights only, as ozz-animation's
+  // BlendingJob::Validate does (its inputs are not screened).
+  kStructure,
+  // RunUnchecked(): nothing.
+  kNone,
+};
+
+void Blend(benchmark::State& state, Checks checks, bool masked,
            bool sse2 = false) {
   const ScopedSimdCap cap(sse2);
   const int num_layers = static_cast<int>(state.range(0));
@@ -98,8 +110,9 @@ void Blend(benchmark::State& state, bool unchecked, bool masked,
   job.layers = layers;
   job.output = absl::MakeSpan(out);
   if (!job.Run().ok()) state.SkipWithError("invalid blend");
+  job.layers_validated = checks == Checks::kStructure;
   for (auto _ : state) {
-    if (unchecked) {
+    if (checks == Checks::kNone) {
       job.RunUnchecked();
     } else {
       benchmark::DoNotOptimize(job.Run().ok());
@@ -110,30 +123,48 @@ void Blend(benchmark::State& state, bool unchecked, bool masked,
   state.SetLabel(std::string(SimdLevelName(ActiveSimdLevel())));
 }
 
-// The ozz comparison (validation included: sizes, weights, every input
-// transform finite with a unit rotation).
-void BM_Blend(benchmark::State& state) { Blend(state, false, false); }
+// Validation included: sizes, weights, every input transform finite with a
+// unit rotation (more than ozz-animation's BlendingJob checks).
+void BM_Blend(benchmark::State& state) { Blend(state, Checks::kAll, false); }
 BENCHMARK(BM_Blend)->Arg(2)->Arg(4);
 
-void BM_BlendUnchecked(benchmark::State& state) { Blend(state, true, false); }
+// The ozz comparison: the structural checks ozz's Validate makes, then the
+// blend.
+void BM_BlendLayersValidated(benchmark::State& state) {
+  Blend(state, Checks::kStructure, false);
+}
+BENCHMARK(BM_BlendLayersValidated)->Arg(2)->Arg(4);
+
+void BM_BlendUnchecked(benchmark::State& state) {
+  Blend(state, Checks::kNone, false);
+}
 BENCHMARK(BM_BlendUnchecked)->Arg(2)->Arg(4);
 
 // Per-joint masks on every layer: weights gathered per joint.
-void BM_BlendMasked(benchmark::State& state) { Blend(state, false, true); }
+void BM_BlendMasked(benchmark::State& state) {
+  Blend(state, Checks::kAll, true);
+}
 BENCHMARK(BM_BlendMasked)->Arg(2)->Arg(4);
 
-// The same three capped at SSE2 (the baseline x86-64 kernels; on a CPU
-// without AVX2 they time the same code as the above).
-void BM_BlendSse2(benchmark::State& state) { Blend(state, false, false, true); }
+// The same capped at SSE2 (the baseline x86-64 kernels; on a CPU without
+// AVX2 they time the same code as the above).
+void BM_BlendSse2(benchmark::State& state) {
+  Blend(state, Checks::kAll, false, true);
+}
 BENCHMARK(BM_BlendSse2)->Arg(2)->Arg(4);
 
+void BM_BlendLayersValidatedSse2(benchmark::State& state) {
+  Blend(state, Checks::kStructure, false, true);
+}
+BENCHMARK(BM_BlendLayersValidatedSse2)->Arg(2)->Arg(4);
+
 void BM_BlendUncheckedSse2(benchmark::State& state) {
-  Blend(state, true, false, true);
+  Blend(state, Checks::kNone, false, true);
 }
 BENCHMARK(BM_BlendUncheckedSse2)->Arg(2)->Arg(4);
 
 void BM_BlendMaskedSse2(benchmark::State& state) {
-  Blend(state, false, true, true);
+  Blend(state, Checks::kAll, true, true);
 }
 BENCHMARK(BM_BlendMaskedSse2)->Arg(2)->Arg(4);
 

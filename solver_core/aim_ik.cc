@@ -238,11 +238,10 @@ absl::Status AimIkJob::Run() const {
       aimed_dir, up_s, aim, Rotate(inv, Vec3(pole_vector)));
   if (twist_angle != 0.0f) {
     const Eigen::Vector3f aim_hat = (aim * (1.0f / std::sqrt(r2))).ToEigen();
-    correction = Eigen::Quaternionf(Eigen::AngleAxisf(twist_angle, aim_hat)) *
-                 correction;
+    correction = QuaternionFromAngleAxis(twist_angle, aim_hat) * correction;
   }
   if (w < 1.0f) {
-    correction = Eigen::Quaternionf::Identity().slerp(w, correction);
+    correction = Slerp(Eigen::Quaternionf::Identity(), correction, w);
   }
   output.data()[joint].rotation = joint_local * correction;
   res.iterations = 1;

@@ -57,7 +57,7 @@ Eigen::Quaternionf FixedAxisStep(const Eigen::Vector3f& axis,
   } else {
     theta = std::fabs(t1) < std::fabs(t2) ? t1 : t2;
   }
-  return Eigen::Quaternionf(Eigen::AngleAxisf(theta, axis));
+  return QuaternionFromAngleAxis(theta, axis);
 }
 
 // The plain CCD step at a joint at `p` with model rotation `r` under a
@@ -335,7 +335,7 @@ absl::Status CcdIkJob::Run() const {
             step = FromToRotation(to_effector, to_goal);
           }
           if (wi < 1.0f) {
-            step = Eigen::Quaternionf::Identity().slerp(wi, step);
+            step = Slerp(Eigen::Quaternionf::Identity(), step, wi);
           }
           if (max_step_angle > 0.0f) {
             step = ClampRotationAngle(step, max_step_angle);

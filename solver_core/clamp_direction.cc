@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "solver_core/deterministic_math.h"
 #include "solver_core/quaternion_math.h"
 
 namespace posewire {
@@ -68,7 +69,7 @@ ClampedDirection ClampDirection(const Eigen::Vector3f& direction,
   const int passes =
       std::clamp(smoothing_iterations, 0, kMaxClampSmoothingIterations);
   for (int i = 0; i < passes; ++i) {
-    clamp_mlp = std::sin(clamp_mlp * kPi * 0.5f);
+    clamp_mlp = dmath::Sin(clamp_mlp * kPi * 0.5f);
   }
   out.direction =
       SlerpDirection(axis, direction / length, clamp_mlp * target_clamp) *
@@ -91,7 +92,8 @@ Eigen::Vector3f SlerpDirection(const Eigen::Vector3f& a,
     w = AnyPerpendicular(a);
   }
   const float angle = t * std::atan2(w_len, c);
-  return a * std::cos(angle) + w * std::sin(angle);
+  const dmath::SinCosF sc = dmath::SinCos(angle);
+  return a * sc.cos + w * sc.sin;
 }
 
 Eigen::Quaternionf RotationBetween(const Eigen::Vector3f& from,

@@ -501,7 +501,7 @@ class FabrikSolver {
       return Eigen::Quaternionf::Identity();
     }
     const float angle = std::atan2(axis.dot(cur.cross(want)), cur.dot(want));
-    return Eigen::Quaternionf(Eigen::AngleAxisf(angle, axis));
+    return QuaternionFromAngleAxis(angle, axis);
   }
 
   // The rotation that best turns sub-base j's child offsets (under its

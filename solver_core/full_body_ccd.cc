@@ -288,7 +288,7 @@ absl::Status FullBodyCcdJob::Run() const {
       }
       Eigen::Quaternionf step = WeightedPointRotation(from, to, weights);
       if (!joint_weights.empty() && joint_weights[j] < 1.0f) {
-        step = Eigen::Quaternionf::Identity().slerp(joint_weights[j], step);
+        step = Slerp(Eigen::Quaternionf::Identity(), step, joint_weights[j]);
       }
       const int p = skel.parent(j);
       const Eigen::Quaternionf parent_rotation =

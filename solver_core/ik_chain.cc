@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "solver_core/quaternion_math.h"
 
 namespace posewire {
 namespace {
@@ -159,7 +160,7 @@ Eigen::Quaternionf ClampRotationAngle(const Eigen::Quaternionf& q,
   const float s = r.vec().norm();
   const float angle = 2.0f * std::atan2(s, r.w());
   if (angle <= max_angle || !(s > 0.0f)) return q;
-  return Eigen::Quaternionf(Eigen::AngleAxisf(max_angle, r.vec() / s));
+  return QuaternionFromAngleAxis(max_angle, r.vec() / s);
 }
 
 Transform ParentModelTransform(const Skeleton& skeleton,
@@ -271,7 +272,7 @@ void BlendIkRotations(absl::Span<const Eigen::Quaternionf> from,
                       absl::Span<Transform> output) {
   for (size_t i = 0; i < joints.size(); ++i) {
     Transform& t = output[joints[i]];
-    t.rotation = Normalized(from[i].slerp(weight, t.rotation));
+    t.rotation = Normalized(Slerp(from[i], t.rotation, weight));
   }
 }
 

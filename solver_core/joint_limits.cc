@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "solver_core/ik_chain.h"
+#include "solver_core/quaternion_math.h"
 
 namespace posewire {
 namespace {
@@ -137,8 +138,7 @@ Eigen::Vector3f ToEuler(const Eigen::Quaternionf& q, EulerOrder order) {
 Eigen::Quaternionf FromEuler(const Eigen::Vector3f& angles, EulerOrder order) {
   const OrderAxes ax = AxesOf(order);
   auto axis_rotation = [&](int axis) {
-    return Eigen::Quaternionf(
-        Eigen::AngleAxisf(angles[axis], Eigen::Vector3f::Unit(axis)));
+    return QuaternionFromAngleAxis(angles[axis], Eigen::Vector3f::Unit(axis));
   };
   return Normalized(axis_rotation(ax.i) * axis_rotation(ax.j) *
                     axis_rotation(ax.k));
@@ -308,7 +308,7 @@ Eigen::Quaternionf ApplyJointLimit(const JointLimit& limit,
           ClampAngle(parts.twist_angle, limit.min_angle, limit.max_angle,
                      /*wraps=*/true, nudge, &twist_changed);
       if (twist_changed) {
-        parts.twist = Eigen::Quaternionf(Eigen::AngleAxisf(twist, limit.axis));
+        parts.twist = QuaternionFromAngleAxis(twist, limit.axis);
         changed = true;
       }
       if (parts.swing_angle > limit.max_swing) {
@@ -316,8 +316,7 @@ Eigen::Quaternionf ApplyJointLimit(const JointLimit& limit,
         const float n = v.norm();
         // A swing this large has a well-defined axis (n > 0 since the angle
         // is above max_swing >= 0).
-        parts.swing =
-            Eigen::Quaternionf(Eigen::AngleAxisf(limit.max_swing, v / n));
+        parts.swing = QuaternionFromAngleAxis(limit.max_swing, v / n);
         changed = true;
       }
       if (!changed) return local;
@@ -331,8 +330,8 @@ Eigen::Quaternionf ApplyJointLimit(const JointLimit& limit,
       // Already a rotation about the hinge within range: keep it bit for
       // bit (solvers re-apply limits to joints that did not move).
       if (!changed && parts.swing_angle <= 1e-5f) return local;
-      return Normalized(limit.reference * Eigen::Quaternionf(Eigen::AngleAxisf(
-                                              angle, limit.axis)));
+      return Normalized(limit.reference *
+                        QuaternionFromAngleAxis(angle, limit.axis));
     }
     case JointLimitType::kNone:
       break;
@@ -390,8 +389,8 @@ Eigen::Quaternionf AimWithinJointLimit(const JointLimit& limit,
       const float angle = ClampAngle(
           BestAngleAbout(limit.axis, bone, d, current), limit.min_angle,
           limit.max_angle, /*wraps=*/true, nullptr, &changed);
-      return Normalized(limit.reference * Eigen::Quaternionf(Eigen::AngleAxisf(
-                                              angle, limit.axis)));
+      return Normalized(limit.reference *
+                        QuaternionFromAngleAxis(angle, limit.axis));
     }
     case JointLimitType::kEuler: {
       const OrderAxes ax = AxesOf(limit.euler_order);
@@ -404,8 +403,7 @@ Eigen::Quaternionf AimWithinJointLimit(const JointLimit& limit,
               ApplyJointLimit(limit, MinimalSwingAim(local, bone, want)),
           limit.euler_order);
       auto rot = [&](int axis) {
-        return Eigen::Quaternionf(
-            Eigen::AngleAxisf(e[axis], Eigen::Vector3f::Unit(axis)));
+        return QuaternionFromAngleAxis(e[axis], Eigen::Vector3f::Unit(axis));
       };
       for (int sweep = 0; sweep < 4; ++sweep) {
         for (int pos = 0; pos < 3; ++pos) {
@@ -466,7 +464,7 @@ Eigen::Vector3f ClampSignedAngle(const Eigen::Vector3f& reference,
   const float clamped = ClampAngle(angle, range.min, range.max, /*wraps=*/true,
                                    nullptr, &changed);
   if (!changed) return d;
-  return Eigen::AngleAxisf(clamped, normal) * r;
+  return QuaternionFromAngleAxis(clamped, normal) * r;
 }
 
 }  // namespace posewire

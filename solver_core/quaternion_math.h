@@ -19,6 +19,7 @@
 #include <Eigen/Geometry>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -27,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "solver_core/deterministic_math.h"
 #include "solver_core/pose.h"
 #include "solver_core/skeleton.h"
 #include "solver_core/transform.h"
@@ -130,12 +132,48 @@ inline Eigen::Quaternionf SlerpShortest(const Eigen::Quaternionf& a,
       d < 0.0f ? Eigen::Vector4f(-b.coeffs()) : Eigen::Vector4f(b.coeffs());
   d = std::fabs(d);
   if (d > 0.9995f) return NlerpShortest(a, b, alpha);
-  const float angle = std::acos(d);
-  const float inv_sin = 1.0f / std::sin(angle);
-  const float wa = std::sin((1.0f - alpha) * angle) * inv_sin;
-  const float wb = std::sin(alpha * angle) * inv_sin;
-  const Eigen::Vector4f l = a.coeffs() * wa + bc * wb;
+  // std::acos on a float is the same on every glibc variant (see
+  // deterministic_math.h); sin is not, hence dmath's weights.
+  const dmath::SlerpWeights w = dmath::SlerpScales(std::acos(d), alpha);
+  const Eigen::Vector4f l = a.coeffs() * w.from + bc * w.to;
   return NormalizedOr(l, a);
+}
+
+// Eigen::Quaternionf(Eigen::AngleAxisf(angle, axis)) with dmath's sin and
+// cos instead of libm's (whose float results depend on the CPU's libm
+// variant): (cos(angle / 2), sin(angle / 2) axis), the same formula and
+// order as Eigen. `axis` should be of unit length (not checked, as in Eigen).
+inline Eigen::Quaternionf QuaternionFromAngleAxis(float angle,
+                                                  const Eigen::Vector3f& axis) {
+  const dmath::SinCosF sc = dmath::SinCos(0.5f * angle);
+  return Eigen::Quaternionf(sc.cos, sc.sin * axis.x(), sc.sin * axis.y(),
+                            sc.sin * axis.z());
+}
+
+// a.slerp(t, b) of Eigen 3.4 with dmath's sines instead of libm's: the
+// shortest path (b is negated when a.b < 0), weights (1 - t, t) when
+// |a.b| >= 1 - epsilon, not renormalised. The dot product is QuatDot's
+// fixed order (Eigen's may be summed differently) and each weight is
+// rounded once (dmath::SlerpScales), so results may differ from Eigen's by
+// a few ulp.
+inline Eigen::Quaternionf Slerp(const Eigen::Quaternionf& a,
+                                const Eigen::Quaternionf& b, float t) {
+  constexpr float kOne = 1.0f - std::numeric_limits<float>::epsilon();
+  const float d = QuatDot(a, b);
+  const float abs_d = std::fabs(d);
+  float scale0;
+  float scale1;
+  if (abs_d >= kOne) {
+    scale0 = 1.0f - t;
+    scale1 = t;
+  } else {
+    // std::acos is variant-independent, see above.
+    const dmath::SlerpWeights w = dmath::SlerpScales(std::acos(abs_d), t);
+    scale0 = w.from;
+    scale1 = w.to;
+  }
+  if (d < 0.0f) scale1 = -scale1;
+  return Eigen::Quaternionf(scale0 * a.coeffs() + scale1 * b.coeffs());
 }
 
 // Cubic Hermite basis (glTF 2.0 Appendix C, CUBICSPLINE): the value at

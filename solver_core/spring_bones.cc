@@ -10,8 +10,10 @@
 
 #include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
+#include "solver_core/deterministic_math.h"
 #include "solver_core/local_to_model.h"
 #include "solver_core/pose.h"
+#include "solver_core/quaternion_math.h"
 #include "solver_core/simd_level.h"
 
 // The eight-lane AVX2 engine needs GCC's target pragma and the SSE2 lanes
@@ -248,7 +250,7 @@ float ValueNoise(uint64_t seed, int chain, double x) {
 Transform Interpolate(const Transform& a, const Transform& b, float alpha) {
   Transform out;
   out.translation = a.translation + (b.translation - a.translation) * alpha;
-  out.rotation = a.rotation.slerp(alpha, b.rotation);
+  out.rotation = Slerp(a.rotation, b.rotation, alpha);
   out.scale = a.scale + (b.scale - a.scale) * alpha;
   return out;
 }
@@ -399,8 +401,8 @@ Eigen::Vector3f TurnOutAlongArcScalar(
     float t = (lo * f_hi - hi * f_lo) / (f_hi - f_lo);
     if (!(t > lo && t < hi)) t = 0.5f * (lo + hi);
     const float phi = t * angle;
-    const Eigen::Vector3f x =
-        parent + (a * std::cos(phi) + perp * std::sin(phi)) * length;
+    const dmath::SinCosF sc = dmath::SinCos(phi);
+    const Eigen::Vector3f x = parent + (a * sc.cos + perp * sc.sin) * length;
     const float f = Overlap(colliders, radius, x, true, &ignored);
     if (f > 0.0f) {
       lo = t;
@@ -1013,8 +1015,9 @@ void Solver::Simulate(LaneEngine& engine, DynamicsState& s,
 }
 // Cheap screen of a pose: every value finite and every rotation of unit
 // norm within a slightly tighter tolerance than ValidateTransform's, with
-// no square roots. When it fails, ValidatePose decides and explains.
-bool PoseLooksValid(absl::Span<const Transform> pose) {
+// no square roots. When it fails, ValidatePose decides and explains. (Not
+// quaternion_math.h's PoseLooksValid: this one has its own tolerance.)
+bool SpringPoseLooksValid(absl::Span<const Transform> pose) {
   constexpr float lo = (1.0f - 0.99f * kUnitQuaternionTolerance) *
                        (1.0f - 0.99f * kUnitQuaternionTolerance);
   constexpr float hi = (1.0f + 0.99f * kUnitQuaternionTolerance) *
@@ -1203,11 +1206,13 @@ absl::StatusOr<SpringRig> SpringRig::Create(const Skeleton& skeleton,
     pt.settings = ResolveSettings(desc, pt.length_rate);
     // At the 60 Hz reference rate these are KawaiiPhysics' exact factors
     // (pow(x, 1) == x).
-    pt.velocity_keep = std::pow(1.0f - pt.settings.damping, exponent);
-    pt.stiffness_pull = 1.0f - std::pow(1.0f - pt.settings.stiffness, exponent);
+    pt.velocity_keep = dmath::Pow(1.0f - pt.settings.damping, exponent);
+    pt.stiffness_pull =
+        1.0f - dmath::Pow(1.0f - pt.settings.stiffness, exponent);
     const float limit = pt.settings.limit_angle_degrees * kDegToRad;
-    pt.cos_limit = std::cos(limit);
-    pt.sin_limit = std::sin(limit);
+    const dmath::SinCosF limit_sc = dmath::SinCos(limit);
+    pt.cos_limit = limit_sc.cos;
+    pt.sin_limit = limit_sc.sin;
   }
 
   uint64_t fp = 1469598103934665603ull;
@@ -1251,7 +1256,7 @@ absl::Status SpringBonesJob::Validate() const {
         " transforms for a skeleton of ", skeleton->num_joints(), " joints"));
   }
   if (static_cast<int>(input.size()) != skeleton->num_joints() ||
-      !PoseLooksValid(input)) {
+      !SpringPoseLooksValid(input)) {
     if (absl::Status s = ValidatePose(*skeleton, input, "spring_bones.input");
         !s.ok()) {
       return s;

@@ -67,7 +67,7 @@ absl::Status CheckChainLink(const Skeleton& skeleton, int parent, int child,
 
 // Shortest-path slerp from identity to q by t in (0, 1).
 Eigen::Quaternionf PartialRotation(const Eigen::Quaternionf& q, float t) {
-  return Eigen::Quaternionf::Identity().slerp(t, q);
+  return Slerp(Eigen::Quaternionf::Identity(), q, t);
 }
 
 // Bounds on a quaternion's squared norm slightly inside ValidateTransform's
@@ -524,8 +524,7 @@ absl::Status TwoBoneIkJob::Run() const {
         RotationBetweenFrames(start_to_end, bend_ref, to_target, pole_dir);
     if (twist_angle != 0.0f) {
       const Eigen::Vector3f t_hat = (to_target * (1.0f / d)).ToEigen();
-      correction = Eigen::Quaternionf(Eigen::AngleAxisf(twist_angle, t_hat)) *
-                   correction;
+      correction = QuaternionFromAngleAxis(twist_angle, t_hat) * correction;
     }
   }
 

@@ -21,6 +21,7 @@
 #include "absl/strings/strip.h"
 #include "absl/types/span.h"
 #include "solver_core/clip.h"
+#include "solver_core/deterministic_math.h"
 #include "solver_core/skeleton.h"
 
 namespace posewire {
@@ -201,12 +202,14 @@ std::string FileStem(absl::string_view path) {
   return path.empty() ? std::string("clip") : std::string(path);
 }
 
+// The half angle's sine and cosine by dmath, not libm: glibc's double sin
+// and cos round differently in their FMA and SSE2 variants, which changed
+// imported clips with the machine. Halving the degrees is exact.
 Eigen::Quaterniond AxisRotation(int axis, double degrees) {
-  constexpr double kHalfDegreeInRadians = 3.14159265358979323846 / 360.0;
-  const double half = degrees * kHalfDegreeInRadians;
-  const double s = std::sin(half);
-  return Eigen::Quaterniond(std::cos(half), axis == 0 ? s : 0.0,
-                            axis == 1 ? s : 0.0, axis == 2 ? s : 0.0);
+  const dmath::SinCosD sc = dmath::SinCosDegrees(0.5 * degrees);
+  const double s = sc.sin;
+  return Eigen::Quaterniond(sc.cos, axis == 0 ? s : 0.0, axis == 1 ? s : 0.0,
+                            axis == 2 ? s : 0.0);
 }
 
 class BvhParser {

@@ -362,4 +362,69 @@ SinCosD SinCosDegrees(double degrees) {
   }
 }
 
+namespace {
+
+// atan(k / 8) for k = 0..8, rounded to double (mpmath at 200 bits).
+constexpr double kAtanEighths[9] = {
+    0.0,
+    0.12435499454676144,
+    0.24497866312686414,
+    0.35877067027057225,
+    0.4636476090008061,
+    0.5585993153435624,
+    0.6435011087932844,
+    0.7188299996216245,
+    0.7853981633974483,
+};
+// pi and pi / 2 as a double plus the double nearest the remainder.
+constexpr double kPiHi = 3.141592653589793;
+constexpr double kPiLo = 1.2246467991473532e-16;
+constexpr double kHalfPiHi = 1.5707963267948966;
+constexpr double kHalfPiLo = 6.123233995736766e-17;
+
+// atan(t) for t in [0, 1]: atan(c) + atan(u) with c = k / 8 the nearest
+// eighth and u = (t - c) / (1 + t c), |u| <= 1/16, whose odd Taylor series
+// to u^19 is below 2^-80 relative in its last term.
+double AtanUnit(double t) {
+  const int k = static_cast<int>(t * 8.0 + 0.5);
+  const double c = static_cast<double>(k) * 0.125;
+  const double u = (t - c) / (1.0 + t * c);
+  const double u2 = u * u;
+  double series = 1.0 / 19.0;
+  for (int n = 17; n >= 1; n -= 2) {
+    series = 1.0 / static_cast<double>(n) - u2 * series;
+  }
+  return kAtanEighths[k] + u * series;
+}
+
+}  // namespace
+
+double Atan2(double y, double x) {
+  if (std::isnan(x) || std::isnan(y)) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  const bool x_negative = std::signbit(x);
+  const double ax = std::fabs(x);
+  const double ay = std::fabs(y);
+  double angle;  // in [0, pi], signed by y at the end
+  if (ay == 0.0) {
+    angle = x_negative ? kPiHi : 0.0;
+  } else if (std::isinf(ax) && std::isinf(ay)) {
+    angle = x_negative ? 3.0 * (kPiHi * 0.25) : kPiHi * 0.25;
+  } else if (std::isinf(ax)) {
+    angle = x_negative ? kPiHi : 0.0;
+  } else if (std::isinf(ay) || ax == 0.0) {
+    angle = kHalfPiHi;
+  } else {
+    // The ratio in [0, 1]: for the steep half, atan(ay / ax) = pi / 2 -
+    // atan(ax / ay).
+    const bool steep = ay > ax;
+    const double t = steep ? ax / ay : ay / ax;
+    angle = AtanUnit(t);
+    if (steep) angle = (kHalfPiHi - angle) + kHalfPiLo;
+    if (x_negative) angle = (kPiHi - angle) + kPiLo;
+  }
+  return std::copysign(angle, y);
+}
+
 }  // namespace posewire::dmath

@@ -21,7 +21,8 @@
 // implementation of each (no ifunc variants; their results were measured
 // identical with and without FMA), so std::atan2 and std::acos on floats
 // stay. The double-precision libm functions do have variants; SinCosDegrees
-// below is the one double function the solvers need (BVH Euler channels).
+// (BVH reader) and Atan2 (BVH writer) below are the double functions the
+// asset code needs.
 #ifndef POSEWIRE_SOLVER_CORE_DETERMINISTIC_MATH_H_
 #define POSEWIRE_SOLVER_CORE_DETERMINISTIC_MATH_H_
 
@@ -78,6 +79,14 @@ float Pow(float x, float y);
 // every finite double: the angle is first reduced exactly with
 // std::remainder by 360 and 90 degrees. NaN and +-infinity give NaN.
 SinCosD SinCosDegrees(double degrees);
+
+// atan2(y, x) in double precision, within a few ulp of the true angle, for
+// the BVH writer's Euler angles (glibc's double atan2 has FMA and SSE2
+// variants that round differently). C's conventions for zeros and
+// infinities: atan2(+-0, +0) = +-0, atan2(+-0, -0) = +-pi, atan2(y, +-0) =
+// +-pi/2 for y != 0, atan2(+-inf, +inf) = +-pi/4, atan2(+-inf, -inf) =
+// +-3pi/4; a NaN argument gives NaN.
+double Atan2(double y, double x);
 
 }  // namespace posewire::dmath
 

@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "solver_core/deterministic_math.h"
 
 namespace posewire {
 namespace {
@@ -58,14 +59,14 @@ Eigen::Vector3d EulerZyxDegrees(const Eigen::Quaternionf& rotation) {
   const Eigen::Matrix3d r =
       rotation.cast<double>().normalized().toRotationMatrix();
   const double cos_y = std::hypot(r(0, 0), r(1, 0));
-  const double y = std::atan2(-r(2, 0), cos_y);
+  const double y = dmath::Atan2(-r(2, 0), cos_y);
   double z = 0.0;
   double x = 0.0;
   if (cos_y > 1e-12) {
-    z = std::atan2(r(1, 0), r(0, 0));
-    x = std::atan2(r(2, 1), r(2, 2));
+    z = dmath::Atan2(r(1, 0), r(0, 0));
+    x = dmath::Atan2(r(2, 1), r(2, 2));
   } else {
-    z = std::atan2(-r(0, 1), r(1, 1));
+    z = dmath::Atan2(-r(0, 1), r(1, 1));
   }
   constexpr double kDegrees = 180.0 / 3.14159265358979323846;
   return Eigen::Vector3d(z, y, x) * kDegrees;

@@ -285,6 +285,57 @@ TEST(DeterministicMathTest, SinCosDegreesWithinFewUlp) {
   EXPECT_TRUE(std::isnan(dmath::SinCosDegrees(kNan).cos));
 }
 
+TEST(DeterministicMathTest, Atan2WithinFewUlp) {
+  Lcg rng;
+  double max_ulp = 0.0;
+  auto check = [&](double y, double x) {
+    const long double want =
+        std::atan2(static_cast<long double>(y), static_cast<long double>(x));
+    const long double mag = std::max(std::fabs(want), 0x1p-1000L);
+    int e = 0;
+    std::frexp(mag, &e);
+    const double ulp = static_cast<double>(
+        std::fabs(static_cast<long double>(dmath::Atan2(y, x)) - want) /
+        std::ldexp(1.0L, e - 53));
+    max_ulp = std::max(max_ulp, ulp);
+  };
+  // Rotation-matrix entries (the BVH writer's inputs) and wide magnitudes,
+  // every quadrant, ratios near each eighth of the reduction.
+  for (int i = 0; i < 400000; ++i) {
+    const double y = static_cast<double>(rng.Uniform(-1.0f, 1.0f));
+    const double x = static_cast<double>(rng.Uniform(-1.0f, 1.0f));
+    check(y, x);
+    check(std::ldexp(y, i % 200 - 100), std::ldexp(x, (i / 7) % 200 - 100));
+  }
+  for (int k = 0; k <= 64; ++k) {
+    for (int d = -3; d <= 3; ++d) {
+      const double t = std::nextafter(k / 64.0, d < 0 ? 0.0 : 2.0);
+      check(t, 1.0);
+      check(1.0, -t);
+      check(-t * (1.0 + d * 1e-9), -1.0);
+    }
+  }
+  EXPECT_LT(max_ulp, 4.0);
+  std::printf("Atan2: max %.3f ulp (double)\n", max_ulp);
+
+  const double pi = 3.141592653589793;
+  EXPECT_EQ(dmath::Atan2(0.0, 1.0), 0.0);
+  EXPECT_TRUE(std::signbit(dmath::Atan2(-0.0, 1.0)));
+  EXPECT_EQ(dmath::Atan2(0.0, -0.0), pi);
+  EXPECT_EQ(dmath::Atan2(-0.0, -1.0), -pi);
+  EXPECT_EQ(dmath::Atan2(0.0, 0.0), 0.0);
+  EXPECT_EQ(dmath::Atan2(2.0, 0.0), pi / 2);
+  EXPECT_EQ(dmath::Atan2(-2.0, -0.0), -pi / 2);
+  EXPECT_EQ(dmath::Atan2(1.0, 1.0), pi / 4);
+  EXPECT_EQ(dmath::Atan2(kInf, kInf), pi / 4);
+  EXPECT_EQ(dmath::Atan2(-kInf, -kInf), -3.0 * (pi / 4));
+  EXPECT_EQ(dmath::Atan2(1.0, kInf), 0.0);
+  EXPECT_EQ(dmath::Atan2(1.0, -kInf), pi);
+  EXPECT_EQ(dmath::Atan2(-kInf, 5.0), -pi / 2);
+  EXPECT_TRUE(std::isnan(dmath::Atan2(kNan, 1.0)));
+  EXPECT_TRUE(std::isnan(dmath::Atan2(1.0, kNan)));
+}
+
 TEST(DeterministicMathTest, QuaternionFromAngleAxisMatchesEigen) {
   Lcg rng;
   for (int i = 0; i < 100000; ++i) {

@@ -23,6 +23,7 @@
 #include "solver_core/dynamics_state.h"
 #include "solver_core/io/asset.h"
 #include "solver_core/io/bvh_reader.h"
+#include "solver_core/io/bvh_writer.h"
 #include "solver_core/joint_limits.h"
 #include "solver_core/local_to_model.h"
 #include "solver_core/pose.h"
@@ -119,6 +120,28 @@ void SampleClip(const ImportedAsset& asset, Hasher* h) {
     Check(job.Run(), "sampling");
     h->Add(out);
   }
+}
+
+// BVH export of the clip's sampled frames with random extra turns: the
+// writer's Euler decomposition (double atan2) and its text.
+void WriteClip(const ImportedAsset& asset, Lcg* rng, Hasher* h) {
+  const Clip& clip = asset.clips.front();
+  std::vector<LocalPose> frames;
+  for (int i = 0; i < 60; ++i) {
+    LocalPose pose(asset.skeleton.num_joints());
+    SamplingJob job;
+    job.skeleton = &asset.skeleton;
+    job.clip = &clip;
+    job.time = clip.duration * static_cast<float>(i) / 59.0f;
+    job.output = absl::MakeSpan(pose);
+    Check(job.Run(), "sampling for bvh write");
+    for (Transform& t : pose) t.rotation = (rng->Rotation() * t.rotation);
+    for (Transform& t : pose) t.rotation.normalize();
+    frames.push_back(std::move(pose));
+  }
+  absl::StatusOr<std::string> text = WriteBvh(asset.skeleton, frames);
+  Check(text.status(), "bvh write");
+  if (text.ok()) h->Add(text->data(), text->size());
 }
 
 void JointLimits(Lcg* rng, Hasher* h) {
@@ -364,9 +387,9 @@ int Main(int argc, char** argv) {
     const char* name;
     Hasher h;
   };
-  Part parts[7] = {{"bvh", {}},         {"sampling", {}}, {"joint_limits", {}},
+  Part parts[8] = {{"bvh", {}},         {"sampling", {}}, {"joint_limits", {}},
                    {"analytic_ik", {}}, {"ccd", {}},      {"spring", {}},
-                   {"euler_large", {}}};
+                   {"euler_large", {}}, {"bvh_write", {}}};
   parts[0].h.Add(asset->skeleton.rest_pose());
   for (const JointTracks& tracks : asset->clips.front().tracks) {
     for (const Eigen::Quaternionf& q : tracks.rotation.values) {
@@ -379,6 +402,7 @@ int Main(int argc, char** argv) {
   Ccd(*asset, &rng, &parts[4].h);
   SpringBones(&rng, &parts[5].h);
   LargeEulerAngles(&rng, &parts[6].h);
+  WriteClip(*asset, &rng, &parts[7].h);
   for (const Part& p : parts) {
     const uint64_t v = p.h.value();
     std::printf("%-12s %016" PRIx64 "\n", p.name, v);

@@ -1013,57 +1013,6 @@ void Solver::Simulate(LaneEngine& engine, DynamicsState& s,
   }
   ApplyToPose(engine, s, steps > 0 && alpha == 1.0f);
 }
-// Cheap screen of a pose: every value finite and every rotation of unit
-// norm within a slightly tighter tolerance than ValidateTransform's, with
-// no square roots. When it fails, ValidatePose decides and explains. (Not
-// quaternion_math.h's PoseLooksValid: this one has its own tolerance.)
-bool SpringPoseLooksValid(absl::Span<const Transform> pose) {
-  constexpr float lo = (1.0f - 0.99f * kUnitQuaternionTolerance) *
-                       (1.0f - 0.99f * kUnitQuaternionTolerance);
-  constexpr float hi = (1.0f + 0.99f * kUnitQuaternionTolerance) *
-                       (1.0f + 0.99f * kUnitQuaternionTolerance);
-  // NaN and infinity fail the range test on the squared norm; the other
-  // components are screened by their exponent bits (all ones: not finite).
-  uint32_t bad = 0;
-#if defined(__SSE2__)
-  if constexpr (transform_internal::kRowLayout) {
-    // Four lanes at a time on the 48-byte rows (translation, rotation,
-    // scale; the padding lanes are masked to zero by LoadRowXyz). The
-    // squared norm is summed in another order than Eigen's, which a screen
-    // with a margin can afford.
-    namespace ti = transform_internal;
-    const __m128i exponent = _mm_set1_epi32(0x7f800000);
-    __m128i nonfinite = _mm_setzero_si128();
-    for (const Transform& t : pose) {
-      const float* row = t.translation.data();
-      const __m128 q = _mm_load_ps(row + 4);
-      const __m128 qq = _mm_mul_ps(q, q);
-      const __m128 pair = _mm_add_ps(qq, _mm_movehl_ps(qq, qq));
-      const float n2 = _mm_cvtss_f32(_mm_add_ss(
-          pair, _mm_shuffle_ps(pair, pair, _MM_SHUFFLE(1, 1, 1, 1))));
-      bad |= static_cast<uint32_t>(!(n2 >= lo && n2 <= hi));
-      for (const __m128 v : {ti::LoadRowXyz(row), ti::LoadRowXyz(row + 8)}) {
-        const __m128i e = _mm_and_si128(_mm_castps_si128(v), exponent);
-        nonfinite = _mm_or_si128(nonfinite, _mm_cmpeq_epi32(e, exponent));
-      }
-    }
-    return bad == 0 && _mm_movemask_epi8(nonfinite) == 0;
-  }
-#endif
-  for (const Transform& t : pose) {
-    const float n2 = t.rotation.squaredNorm();
-    bad |= static_cast<uint32_t>(!(n2 >= lo && n2 <= hi));
-    for (const float* v : {t.translation.data(), t.scale.data()}) {
-      for (int k = 0; k < 3; ++k) {
-        uint32_t bits;
-        std::memcpy(&bits, v + k, sizeof(bits));
-        // Exponent all ones carries into the top bit.
-        bad |= ((bits & 0x7f800000u) + 0x00800000u) >> 31;
-      }
-    }
-  }
-  return bad == 0;
-}
 
 absl::Status ValidateVector(const Eigen::Vector3f& v, absl::string_view field) {
   if (!v.allFinite()) {
@@ -1256,7 +1205,7 @@ absl::Status SpringBonesJob::Validate() const {
         " transforms for a skeleton of ", skeleton->num_joints(), " joints"));
   }
   if (static_cast<int>(input.size()) != skeleton->num_joints() ||
-      !SpringPoseLooksValid(input)) {
+      !PoseLooksValid(input)) {
     if (absl::Status s = ValidatePose(*skeleton, input, "spring_bones.input");
         !s.ok()) {
       return s;

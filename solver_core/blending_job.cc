@@ -439,12 +439,11 @@ POSEWIRE_AVX2_INLINE void ScreenNorms(__m256 s0, __m256 s1, Screen* screen) {
   screen->max_norm = _mm256_max_ps(screen->max_norm, n2);
 }
 
-// The fast path's kernel for joints [0, n - n % 4), four at a time (as
-// BlendFourJoints), kCount contributors (0: `count`, any number >= 2),
-// unrolled per count: the layer loop of two to four contributors is short
-// enough that its own overhead (and the reloaded pointers and weights)
-// costs as much as a layer's arithmetic. With kScreen, also screens the
-// transforms it reads (Screen).
+// The fast path's sums for four joints (as BlendFourJoints) of kCount
+// contributors (0: `count`, any number >= 2), unrolled per count: the layer
+// loop of two to four contributors is short enough that its own overhead
+// (and the reloaded pointers and weights) costs as much as a layer's
+// arithmetic. With kScreen, also screens the transforms it reads (Screen).
 //
 // It keeps the rotation sums of the four joints transposed, as
 // FourDots' first step leaves products:
@@ -456,118 +455,192 @@ POSEWIRE_AVX2_INLINE void ScreenNorms(__m256 s0, __m256 s1, Screen* screen) {
 // lo^2 + hi^2 plus one shuffle, with no transpose (nor the inverse norms
 // any splat). Every lane computes what it did in the (q1 | q0) layout, in
 // the same order, so the bits are the SSE2 path's.
+struct GroupSums {
+  // Joints j, j + 1 (pair p) and j + 2, j + 3 (pair r): translations and
+  // scales as ts = (t0 | s1) and b = (s0 | t1) per pair.
+  __m256 ts_p, b_p, ts_r, b_r;
+  // The rotation sums, transposed as above.
+  __m256 q_lo, q_hi;
+  // The first contributor's rotations per pair, (q1 | q0): the fallbacks
+  // for a degenerate sum.
+  __m256 first_p, first_r;
+};
+
+// The four joints' rows start at pose[i] + f (f = 12 j).
+template <int kCount, bool kScreen>
+POSEWIRE_AVX2_INLINE GroupSums AccumulateGroup(const float* const* pose,
+                                               const RowWeights* w, int count,
+                                               size_t f, Screen* screen) {
+  const int layers = kCount > 0 ? kCount : count;
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  GroupSums g;
+  const float* x = pose[0] + f;
+  __m256 a = _mm256_loadu_ps(x);
+  __m256 c = _mm256_loadu_ps(x + 16);
+  g.first_p = Rotations(a, c);
+  __m256 wxyz = _mm256_loadu_ps(w[0].xyz);
+  g.ts_p = _mm256_mul_ps(_mm256_blend_ps(a, c, 0xF0), wxyz);
+  g.b_p = _mm256_mul_ps(_mm256_loadu_ps(x + 8), wxyz);
+  a = _mm256_loadu_ps(x + 24);
+  c = _mm256_loadu_ps(x + 40);
+  g.first_r = Rotations(a, c);
+  g.ts_r = _mm256_mul_ps(_mm256_blend_ps(a, c, 0xF0), wxyz);
+  g.b_r = _mm256_mul_ps(_mm256_loadu_ps(x + 32), wxyz);
+  // The first contributor's rotations, transposed, and the sums.
+  const __m256 first_lo = _mm256_unpacklo_ps(g.first_p, g.first_r);
+  const __m256 first_hi = _mm256_unpackhi_ps(g.first_p, g.first_r);
+  __m256 wq = _mm256_loadu_ps(w[0].q);
+  g.q_lo = _mm256_mul_ps(first_lo, wq);
+  g.q_hi = _mm256_mul_ps(first_hi, wq);
+  // The screen's half norms of an even layer, waiting for the next one.
+  __m256 pending = _mm256_setzero_ps();
+  if constexpr (kScreen) pending = HalfNorms(first_lo, first_hi);
+#pragma GCC unroll 4
+  for (int i = 1; i < layers; ++i) {
+    x = pose[i] + f;
+    const __m256 pa = _mm256_loadu_ps(x);
+    const __m256 pc = _mm256_loadu_ps(x + 16);
+    const __m256 ra = _mm256_loadu_ps(x + 24);
+    const __m256 rc = _mm256_loadu_ps(x + 40);
+    const __m256 xq_p = Rotations(pa, pc);
+    const __m256 xq_r = Rotations(ra, rc);
+    const __m256 x_lo = _mm256_unpacklo_ps(xq_p, xq_r);
+    const __m256 x_hi = _mm256_unpackhi_ps(xq_p, xq_r);
+    if constexpr (kScreen) {
+      const __m256 half_norms = HalfNorms(x_lo, x_hi);
+      if (i & 1) {
+        ScreenNorms(pending, half_norms, screen);
+      } else {
+        pending = half_norms;
+      }
+    }
+    // The four hemisphere tests: FourDots' sums (x x' + z z') +
+    // (y y' + w w'), in lanes (d1 d3 d1 d3 | d0 d2 d0 d2).
+    const __m256 s = _mm256_add_ps(_mm256_mul_ps(first_lo, x_lo),
+                                   _mm256_mul_ps(first_hi, x_hi));
+    const __m256 flips = _mm256_and_ps(
+        _mm256_cmp_ps(
+            _mm256_add_ps(s, _mm256_shuffle_ps(s, s, _MM_SHUFFLE(1, 0, 3, 2))),
+            _mm256_setzero_ps(), _CMP_LT_OS),
+        sign);
+    wxyz = _mm256_loadu_ps(w[i].xyz);
+    wq = _mm256_xor_ps(_mm256_loadu_ps(w[i].q), flips);
+    g.ts_p = _mm256_add_ps(g.ts_p,
+                           _mm256_mul_ps(_mm256_blend_ps(pa, pc, 0xF0), wxyz));
+    g.b_p = _mm256_add_ps(g.b_p, _mm256_mul_ps(_mm256_loadu_ps(x + 8), wxyz));
+    g.ts_r = _mm256_add_ps(g.ts_r,
+                           _mm256_mul_ps(_mm256_blend_ps(ra, rc, 0xF0), wxyz));
+    g.b_r = _mm256_add_ps(g.b_r, _mm256_mul_ps(_mm256_loadu_ps(x + 32), wxyz));
+    g.q_lo = _mm256_add_ps(g.q_lo, _mm256_mul_ps(x_lo, wq));
+    g.q_hi = _mm256_add_ps(g.q_hi, _mm256_mul_ps(x_hi, wq));
+  }
+  if constexpr (kScreen) {
+    if (layers & 1) ScreenNorms(pending, pending, screen);
+  }
+  return g;
+}
+
+// StoreFourRotations' half sums of the group's squared norms, in lanes
+// (x1^2 + z1^2, x3^2 + z3^2, y1^2 + w1^2, y3^2 + w3^2 | the same for joints
+// 0 and 2): a squared norm is lane k plus lane k + 2.
+POSEWIRE_AVX2_INLINE __m256 HalfSquaredNorms(const GroupSums& g) {
+  return _mm256_add_ps(_mm256_mul_ps(g.q_lo, g.q_lo),
+                       _mm256_mul_ps(g.q_hi, g.q_hi));
+}
+
+// Stores the group's four joints: the rotation sums times `inverse` (their
+// inverse norms, lanes as (i1 i3 i1 i3 | i0 i2 i0 i2)), or the first
+// contributor's rotation for a joint whose squared norm is at most
+// kMinQuatSquaredNorm. `degenerate` is the movemask of that test on squared
+// norms laid out with joints 1 and 3 in lanes `lane` and `lane` + 1, joints
+// 0 and 2 in lanes `lane` + 4 and `lane` + 5. With kScreen, adds the rows
+// and squared norms `n2` to the screen's sum.
+template <bool kScreen>
+POSEWIRE_AVX2_INLINE void StoreGroup(GroupSums g, __m256 inverse,
+                                     int degenerate, int lane, __m256 n2,
+                                     float* o, Screen* screen) {
+  const __m256 u_lo = _mm256_mul_ps(g.q_lo, inverse);
+  const __m256 u_hi = _mm256_mul_ps(g.q_hi, inverse);
+  __m256 up = _mm256_shuffle_ps(u_lo, u_hi, _MM_SHUFFLE(2, 0, 2, 0));
+  __m256 ur = _mm256_shuffle_ps(u_lo, u_hi, _MM_SHUFFLE(3, 1, 3, 1));
+  degenerate >>= lane;
+  if ((degenerate & 0x33) != 0) [[unlikely]] {
+    if (degenerate & 0x01) up = _mm256_blend_ps(up, g.first_p, 0x0F);
+    if (degenerate & 0x10) up = _mm256_blend_ps(up, g.first_p, 0xF0);
+    if (degenerate & 0x02) ur = _mm256_blend_ps(ur, g.first_r, 0x0F);
+    if (degenerate & 0x20) ur = _mm256_blend_ps(ur, g.first_r, 0xF0);
+  }
+  const __m256 pad_mask = MaskB();
+  const __m256 ts_p = _mm256_and_ps(g.ts_p, pad_mask);
+  const __m256 ts_r = _mm256_and_ps(g.ts_r, pad_mask);
+  const __m256 b_p = _mm256_and_ps(g.b_p, pad_mask);
+  const __m256 b_r = _mm256_and_ps(g.b_r, pad_mask);
+  _mm256_storeu_ps(o, _mm256_blend_ps(ts_p, up, 0xF0));
+  _mm256_storeu_ps(o + 8, b_p);
+  _mm256_storeu_ps(o + 16, _mm256_blend_ps(up, ts_p, 0xF0));
+  _mm256_storeu_ps(o + 24, _mm256_blend_ps(ts_r, ur, 0xF0));
+  _mm256_storeu_ps(o + 32, b_r);
+  _mm256_storeu_ps(o + 40, _mm256_blend_ps(ur, ts_r, 0xF0));
+  if constexpr (kScreen) {
+    // The rotation sums are finite if their squared norms are (which
+    // cannot overflow once the inputs' norms pass).
+    screen->sum = _mm256_add_ps(
+        screen->sum, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(ts_p, b_p),
+                                                 _mm256_add_ps(ts_r, b_r)),
+                                   n2));
+  }
+}
+
+// The fast path's kernel for joints [0, n - n % 4): eight at a time, whose
+// squared norms fill one register, so one square root and one division
+// serve eight joints, then the last four if n % 8 >= 4 (each norm twice).
 template <int kCount, bool kScreen>
 POSEWIRE_AVX2_INLINE void BlendAllGroups(const float* const* pose,
                                          const RowWeights* w, int count, int n,
                                          Transform* out, Screen* screen) {
-  const int layers = kCount > 0 ? kCount : count;
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  const __m256 pad_mask = MaskB();
+  const __m256 min_norm = _mm256_set1_ps(kMinQuatSquaredNorm);
   float* o = reinterpret_cast<float*>(out);
-  for (size_t f = 0, end = static_cast<size_t>(n / 4) * 48; f < end;
-       f += 48, o += 48) {
-    // Joints j, j + 1 (pair p) and j + 2, j + 3 (pair r), f = 12 j.
-    const float* x = pose[0] + f;
-    __m256 a = _mm256_loadu_ps(x);
-    __m256 c = _mm256_loadu_ps(x + 16);
-    const __m256 first_p = Rotations(a, c);
-    __m256 wxyz = _mm256_loadu_ps(w[0].xyz);
-    __m256 ts_p = _mm256_mul_ps(_mm256_blend_ps(a, c, 0xF0), wxyz);
-    __m256 b_p = _mm256_mul_ps(_mm256_loadu_ps(x + 8), wxyz);
-    a = _mm256_loadu_ps(x + 24);
-    c = _mm256_loadu_ps(x + 40);
-    const __m256 first_r = Rotations(a, c);
-    __m256 ts_r = _mm256_mul_ps(_mm256_blend_ps(a, c, 0xF0), wxyz);
-    __m256 b_r = _mm256_mul_ps(_mm256_loadu_ps(x + 32), wxyz);
-    // The first contributor's rotations, transposed, and the sums.
-    const __m256 first_lo = _mm256_unpacklo_ps(first_p, first_r);
-    const __m256 first_hi = _mm256_unpackhi_ps(first_p, first_r);
-    __m256 wq = _mm256_loadu_ps(w[0].q);
-    __m256 q_lo = _mm256_mul_ps(first_lo, wq);
-    __m256 q_hi = _mm256_mul_ps(first_hi, wq);
-    // The screen's half norms of an even layer, waiting for the next one.
-    __m256 pending = _mm256_setzero_ps();
-    if constexpr (kScreen) pending = HalfNorms(first_lo, first_hi);
-#pragma GCC unroll 4
-    for (int i = 1; i < layers; ++i) {
-      x = pose[i] + f;
-      const __m256 pa = _mm256_loadu_ps(x);
-      const __m256 pc = _mm256_loadu_ps(x + 16);
-      const __m256 ra = _mm256_loadu_ps(x + 24);
-      const __m256 rc = _mm256_loadu_ps(x + 40);
-      const __m256 xq_p = Rotations(pa, pc);
-      const __m256 xq_r = Rotations(ra, rc);
-      const __m256 x_lo = _mm256_unpacklo_ps(xq_p, xq_r);
-      const __m256 x_hi = _mm256_unpackhi_ps(xq_p, xq_r);
-      if constexpr (kScreen) {
-        const __m256 half_norms = HalfNorms(x_lo, x_hi);
-        if (i & 1) {
-          ScreenNorms(pending, half_norms, screen);
-        } else {
-          pending = half_norms;
-        }
-      }
-      // The four hemisphere tests: FourDots' sums (x x' + z z') +
-      // (y y' + w w'), in lanes (d1 d3 d1 d3 | d0 d2 d0 d2).
-      const __m256 s = _mm256_add_ps(_mm256_mul_ps(first_lo, x_lo),
-                                     _mm256_mul_ps(first_hi, x_hi));
-      const __m256 flips = _mm256_and_ps(
-          _mm256_cmp_ps(_mm256_add_ps(s, _mm256_shuffle_ps(
-                                             s, s, _MM_SHUFFLE(1, 0, 3, 2))),
-                        _mm256_setzero_ps(), _CMP_LT_OS),
-          sign);
-      wxyz = _mm256_loadu_ps(w[i].xyz);
-      wq = _mm256_xor_ps(_mm256_loadu_ps(w[i].q), flips);
-      ts_p = _mm256_add_ps(ts_p,
-                           _mm256_mul_ps(_mm256_blend_ps(pa, pc, 0xF0), wxyz));
-      b_p = _mm256_add_ps(b_p, _mm256_mul_ps(_mm256_loadu_ps(x + 8), wxyz));
-      ts_r = _mm256_add_ps(ts_r,
-                           _mm256_mul_ps(_mm256_blend_ps(ra, rc, 0xF0), wxyz));
-      b_r = _mm256_add_ps(b_r, _mm256_mul_ps(_mm256_loadu_ps(x + 32), wxyz));
-      q_lo = _mm256_add_ps(q_lo, _mm256_mul_ps(x_lo, wq));
-      q_hi = _mm256_add_ps(q_hi, _mm256_mul_ps(x_hi, wq));
-    }
-    // StoreFourRotations: squared norms (n1 n3 n1 n3 | n0 n2 n0 n2), one
-    // square root and division for the four (each twice: a 256-bit one
-    // costs about what two 128-bit ones do), then back to (q1 | q0) and
-    // (q3 | q2).
-    const __m256 s =
-        _mm256_add_ps(_mm256_mul_ps(q_lo, q_lo), _mm256_mul_ps(q_hi, q_hi));
+  size_t f = 0;
+  for (const size_t end = static_cast<size_t>(n / 8) * 96; f < end;
+       f += 96, o += 96) {
+    const GroupSums g0 =
+        AccumulateGroup<kCount, kScreen>(pose, w, count, f, screen);
+    const GroupSums g1 =
+        AccumulateGroup<kCount, kScreen>(pose, w, count, f + 48, screen);
+    // Squared norms (n1 n3 m1 m3 | n0 n2 m0 m2), n of g0 and m of g1,
+    // each (x^2 + z^2) + (y^2 + w^2) as StoreFourRotations sums them.
+    const __m256 s0 = HalfSquaredNorms(g0);
+    const __m256 s1 = HalfSquaredNorms(g1);
+    const __m256 n2 =
+        _mm256_add_ps(_mm256_shuffle_ps(s0, s1, _MM_SHUFFLE(1, 0, 1, 0)),
+                      _mm256_shuffle_ps(s0, s1, _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m256 inverse =
+        _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(n2));
+    const int degenerate =
+        _mm256_movemask_ps(_mm256_cmp_ps(n2, min_norm, _CMP_LE_OS));
+    // Each group's inverse norms back in its lanes (i1 i3 i1 i3 | ...), and
+    // its squared norms likewise for the screen.
+    StoreGroup<kScreen>(
+        g0, _mm256_shuffle_ps(inverse, inverse, _MM_SHUFFLE(1, 0, 1, 0)),
+        degenerate, 0, _mm256_shuffle_ps(n2, n2, _MM_SHUFFLE(1, 0, 1, 0)), o,
+        screen);
+    StoreGroup<kScreen>(
+        g1, _mm256_shuffle_ps(inverse, inverse, _MM_SHUFFLE(3, 2, 3, 2)),
+        degenerate, 2, _mm256_shuffle_ps(n2, n2, _MM_SHUFFLE(3, 2, 3, 2)),
+        o + 48, screen);
+  }
+  if (n % 8 >= 4) {
+    const GroupSums g =
+        AccumulateGroup<kCount, kScreen>(pose, w, count, f, screen);
+    const __m256 s = HalfSquaredNorms(g);
+    // (n1 n3 n1 n3 | n0 n2 n0 n2).
     const __m256 n2 =
         _mm256_add_ps(s, _mm256_shuffle_ps(s, s, _MM_SHUFFLE(1, 0, 3, 2)));
     const __m256 inverse =
         _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(n2));
-    const __m256 u_lo = _mm256_mul_ps(q_lo, inverse);
-    const __m256 u_hi = _mm256_mul_ps(q_hi, inverse);
-    __m256 up = _mm256_shuffle_ps(u_lo, u_hi, _MM_SHUFFLE(2, 0, 2, 0));
-    __m256 ur = _mm256_shuffle_ps(u_lo, u_hi, _MM_SHUFFLE(3, 1, 3, 1));
-    const int degenerate = _mm256_movemask_ps(
-        _mm256_cmp_ps(n2, _mm256_set1_ps(kMinQuatSquaredNorm), _CMP_LE_OS));
-    if ((degenerate & 0x33) != 0) [[unlikely]] {
-      if (degenerate & 0x01) up = _mm256_blend_ps(up, first_p, 0x0F);
-      if (degenerate & 0x10) up = _mm256_blend_ps(up, first_p, 0xF0);
-      if (degenerate & 0x02) ur = _mm256_blend_ps(ur, first_r, 0x0F);
-      if (degenerate & 0x20) ur = _mm256_blend_ps(ur, first_r, 0xF0);
-    }
-    ts_p = _mm256_and_ps(ts_p, pad_mask);
-    ts_r = _mm256_and_ps(ts_r, pad_mask);
-    b_p = _mm256_and_ps(b_p, pad_mask);
-    b_r = _mm256_and_ps(b_r, pad_mask);
-    _mm256_storeu_ps(o, _mm256_blend_ps(ts_p, up, 0xF0));
-    _mm256_storeu_ps(o + 8, b_p);
-    _mm256_storeu_ps(o + 16, _mm256_blend_ps(up, ts_p, 0xF0));
-    _mm256_storeu_ps(o + 24, _mm256_blend_ps(ts_r, ur, 0xF0));
-    _mm256_storeu_ps(o + 32, b_r);
-    _mm256_storeu_ps(o + 40, _mm256_blend_ps(ur, ts_r, 0xF0));
-    if constexpr (kScreen) {
-      if (layers & 1) ScreenNorms(pending, pending, screen);
-      // The rotation sums are finite if their squared norms are (which
-      // cannot overflow once the inputs' norms pass).
-      screen->sum = _mm256_add_ps(
-          screen->sum, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(ts_p, b_p),
-                                                   _mm256_add_ps(ts_r, b_r)),
-                                     n2));
-    }
+    const int degenerate =
+        _mm256_movemask_ps(_mm256_cmp_ps(n2, min_norm, _CMP_LE_OS));
+    StoreGroup<kScreen>(g, inverse, degenerate, 0, n2, o, screen);
   }
 }
 

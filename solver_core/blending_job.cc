@@ -548,19 +548,51 @@ POSEWIRE_AVX2_INLINE __m256 HalfSquaredNorms(const GroupSums& g) {
                        _mm256_mul_ps(g.q_hi, g.q_hi));
 }
 
-// Stores the group's four joints: the rotation sums times `inverse` (their
-// inverse norms, lanes as (i1 i3 i1 i3 | i0 i2 i0 i2)), or the first
-// contributor's rotation for a joint whose squared norm is at most
-// kMinQuatSquaredNorm. `degenerate` is the movemask of that test on squared
-// norms laid out with joints 1 and 3 in lanes `lane` and `lane` + 1, joints
-// 0 and 2 in lanes `lane` + 4 and `lane` + 5. With kScreen, adds the rows
-// and squared norms `n2` to the screen's sum.
+// Stores the group's translations and scales, each row whole: the
+// rotation slots get the other half of the pair's ts row, which
+// StoreRotations overwrites (so only four of the group's registers stay
+// live until the norms are known). With kScreen, adds the rows to the
+// screen's sum.
 template <bool kScreen>
-POSEWIRE_AVX2_INLINE void StoreGroup(GroupSums g, __m256 inverse,
-                                     int degenerate, int lane, __m256 n2,
-                                     float* o, Screen* screen) {
+POSEWIRE_AVX2_INLINE void StoreRows(const GroupSums& g, float* o,
+                                    Screen* screen) {
+  const __m256 pad_mask = MaskB();
+  const __m256 ts_p = _mm256_and_ps(g.ts_p, pad_mask);
+  const __m256 ts_r = _mm256_and_ps(g.ts_r, pad_mask);
+  const __m256 b_p = _mm256_and_ps(g.b_p, pad_mask);
+  const __m256 b_r = _mm256_and_ps(g.b_r, pad_mask);
+  // Joint 0's translation (and joint 1's rotation slot), joint 0's scale
+  // and joint 1's translation, (joint 0's rotation slot and) joint 1's
+  // scale; then joints 2 and 3 likewise.
+  _mm256_storeu_ps(o, ts_p);
+  _mm256_storeu_ps(o + 8, b_p);
+  _mm256_storeu_ps(o + 16, ts_p);
+  _mm256_storeu_ps(o + 24, ts_r);
+  _mm256_storeu_ps(o + 32, b_r);
+  _mm256_storeu_ps(o + 40, ts_r);
+  if constexpr (kScreen) {
+    screen->sum = _mm256_add_ps(
+        screen->sum,
+        _mm256_add_ps(_mm256_add_ps(ts_p, b_p), _mm256_add_ps(ts_r, b_r)));
+  }
+}
+
+// Stores the group's rotations (after StoreRows): the rotation sums times
+// `inverse` (their inverse norms, lanes as (i1 i3 i1 i3 | i0 i2 i0 i2)), or
+// the first contributor's rotation for a joint whose squared norm is at
+// most kMinQuatSquaredNorm. `degenerate` is the movemask of that test on
+// squared norms laid out with joints 1 and 3 in lanes `lane` and `lane` + 1,
+// joints 0 and 2 in lanes `lane` + 4 and `lane` + 5. With kScreen, adds the
+// squared norms `n2` to the screen's sum (the rotation sums are finite if
+// their squared norms are, which cannot overflow once the inputs' norms
+// pass).
+template <bool kScreen>
+POSEWIRE_AVX2_INLINE void StoreRotations(const GroupSums& g, __m256 inverse,
+                                         int degenerate, int lane, __m256 n2,
+                                         float* o, Screen* screen) {
   const __m256 u_lo = _mm256_mul_ps(g.q_lo, inverse);
   const __m256 u_hi = _mm256_mul_ps(g.q_hi, inverse);
+  // (u1 | u0) and (u3 | u2).
   __m256 up = _mm256_shuffle_ps(u_lo, u_hi, _MM_SHUFFLE(2, 0, 2, 0));
   __m256 ur = _mm256_shuffle_ps(u_lo, u_hi, _MM_SHUFFLE(3, 1, 3, 1));
   degenerate >>= lane;
@@ -570,25 +602,9 @@ POSEWIRE_AVX2_INLINE void StoreGroup(GroupSums g, __m256 inverse,
     if (degenerate & 0x02) ur = _mm256_blend_ps(ur, g.first_r, 0x0F);
     if (degenerate & 0x20) ur = _mm256_blend_ps(ur, g.first_r, 0xF0);
   }
-  const __m256 pad_mask = MaskB();
-  const __m256 ts_p = _mm256_and_ps(g.ts_p, pad_mask);
-  const __m256 ts_r = _mm256_and_ps(g.ts_r, pad_mask);
-  const __m256 b_p = _mm256_and_ps(g.b_p, pad_mask);
-  const __m256 b_r = _mm256_and_ps(g.b_r, pad_mask);
-  _mm256_storeu_ps(o, _mm256_blend_ps(ts_p, up, 0xF0));
-  _mm256_storeu_ps(o + 8, b_p);
-  _mm256_storeu_ps(o + 16, _mm256_blend_ps(up, ts_p, 0xF0));
-  _mm256_storeu_ps(o + 24, _mm256_blend_ps(ts_r, ur, 0xF0));
-  _mm256_storeu_ps(o + 32, b_r);
-  _mm256_storeu_ps(o + 40, _mm256_blend_ps(ur, ts_r, 0xF0));
-  if constexpr (kScreen) {
-    // The rotation sums are finite if their squared norms are (which
-    // cannot overflow once the inputs' norms pass).
-    screen->sum = _mm256_add_ps(
-        screen->sum, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(ts_p, b_p),
-                                                 _mm256_add_ps(ts_r, b_r)),
-                                   n2));
-  }
+  _mm256_storeu2_m128(o + 4, o + 16, up);
+  _mm256_storeu2_m128(o + 28, o + 40, ur);
+  if constexpr (kScreen) screen->sum = _mm256_add_ps(screen->sum, n2);
 }
 
 // The fast path's kernel for joints [0, n - n % 4): eight at a time, whose
@@ -605,8 +621,10 @@ POSEWIRE_AVX2_INLINE void BlendAllGroups(const float* const* pose,
        f += 96, o += 96) {
     const GroupSums g0 =
         AccumulateGroup<kCount, kScreen>(pose, w, count, f, screen);
+    StoreRows<kScreen>(g0, o, screen);
     const GroupSums g1 =
         AccumulateGroup<kCount, kScreen>(pose, w, count, f + 48, screen);
+    StoreRows<kScreen>(g1, o + 48, screen);
     // Squared norms (n1 n3 m1 m3 | n0 n2 m0 m2), n of g0 and m of g1,
     // each (x^2 + z^2) + (y^2 + w^2) as StoreFourRotations sums them.
     const __m256 s0 = HalfSquaredNorms(g0);
@@ -620,11 +638,11 @@ POSEWIRE_AVX2_INLINE void BlendAllGroups(const float* const* pose,
         _mm256_movemask_ps(_mm256_cmp_ps(n2, min_norm, _CMP_LE_OS));
     // Each group's inverse norms back in its lanes (i1 i3 i1 i3 | ...), and
     // its squared norms likewise for the screen.
-    StoreGroup<kScreen>(
+    StoreRotations<kScreen>(
         g0, _mm256_shuffle_ps(inverse, inverse, _MM_SHUFFLE(1, 0, 1, 0)),
         degenerate, 0, _mm256_shuffle_ps(n2, n2, _MM_SHUFFLE(1, 0, 1, 0)), o,
         screen);
-    StoreGroup<kScreen>(
+    StoreRotations<kScreen>(
         g1, _mm256_shuffle_ps(inverse, inverse, _MM_SHUFFLE(3, 2, 3, 2)),
         degenerate, 2, _mm256_shuffle_ps(n2, n2, _MM_SHUFFLE(3, 2, 3, 2)),
         o + 48, screen);
@@ -640,7 +658,8 @@ POSEWIRE_AVX2_INLINE void BlendAllGroups(const float* const* pose,
         _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(n2));
     const int degenerate =
         _mm256_movemask_ps(_mm256_cmp_ps(n2, min_norm, _CMP_LE_OS));
-    StoreGroup<kScreen>(g, inverse, degenerate, 0, n2, o, screen);
+    StoreRows<kScreen>(g, o, screen);
+    StoreRotations<kScreen>(g, inverse, degenerate, 0, n2, o, screen);
   }
 }
 

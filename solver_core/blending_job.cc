@@ -548,11 +548,9 @@ POSEWIRE_AVX2_INLINE __m256 HalfSquaredNorms(const GroupSums& g) {
                        _mm256_mul_ps(g.q_hi, g.q_hi));
 }
 
-// Stores the group's translations and scales, each row whole: the
-// rotation slots get the other half of the pair's ts row, which
-// StoreRotations overwrites (so only four of the group's registers stay
-// live until the norms are known). With kScreen, adds the rows to the
-// screen's sum.
+// Stores the group's translations and scales as soon as they are summed,
+// so only four of the group's registers stay live until the norms are
+// known (StoreRotations). With kScreen, adds the rows to the screen's sum.
 template <bool kScreen>
 POSEWIRE_AVX2_INLINE void StoreRows(const GroupSums& g, float* o,
                                     Screen* screen) {
@@ -561,15 +559,14 @@ POSEWIRE_AVX2_INLINE void StoreRows(const GroupSums& g, float* o,
   const __m256 ts_r = _mm256_and_ps(g.ts_r, pad_mask);
   const __m256 b_p = _mm256_and_ps(g.b_p, pad_mask);
   const __m256 b_r = _mm256_and_ps(g.b_r, pad_mask);
-  // Joint 0's translation (and joint 1's rotation slot), joint 0's scale
-  // and joint 1's translation, (joint 0's rotation slot and) joint 1's
-  // scale; then joints 2 and 3 likewise.
-  _mm256_storeu_ps(o, ts_p);
+  // Joint 0's translation and joint 1's scale (ts), joint 0's scale and
+  // joint 1's translation (b); then joints 2 and 3 likewise. The rotation
+  // slots between them are left to StoreRotations, so every byte is
+  // written once.
+  _mm256_storeu2_m128(o + 20, o, ts_p);
   _mm256_storeu_ps(o + 8, b_p);
-  _mm256_storeu_ps(o + 16, ts_p);
-  _mm256_storeu_ps(o + 24, ts_r);
+  _mm256_storeu2_m128(o + 44, o + 24, ts_r);
   _mm256_storeu_ps(o + 32, b_r);
-  _mm256_storeu_ps(o + 40, ts_r);
   if constexpr (kScreen) {
     screen->sum = _mm256_add_ps(
         screen->sum,

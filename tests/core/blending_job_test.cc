@@ -364,10 +364,12 @@ struct RandomBlend {
 };
 
 RandomBlend MakeRandomBlend(Rng& rng) {
-  static constexpr int kJointCounts[] = {1,  2,  3,  5,  6,  7,  8,  9,
-                                         11, 13, 16, 17, 23, 31, 33, 64};
+  // Every remainder mod 8 (the AVX2 kernel's step) and mod 4.
+  static constexpr int kJointCounts[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,
+                                         11, 12, 13, 16, 17, 23, 31, 33, 64};
   RandomBlend b;
-  b.joints = kJointCounts[static_cast<int>(rng.Uniform(0, 15.99f))];
+  b.joints = kJointCounts[static_cast<int>(
+      rng.Uniform(0, std::size(kJointCounts) - 0.01f))];
   // Now and then more layers than the job keeps on its stack.
   const int num_layers = rng.Uniform(0, 1) < 0.05f
                              ? 17 + static_cast<int>(rng.Uniform(0, 3.99f))

@@ -6,8 +6,12 @@
 #   bench/load/scenarios.sh BUILD_DIR [RUNS=3] [DURATION=10] [OUT=/tmp/posewire-load] \
 #     [SCENARIOS="batch interactive unary nginx"]
 #
-# batch:       stream, 100 characters per message, open loop (max throughput)
-# interactive: 200 streams, 1 character per message at 60 Hz each
+# batch:       4 streams, 100 characters per message, open loop (max
+#              throughput), one connection per stream
+# interactive: 200 streams, 1 character per message at 60 Hz each, over a
+#              pool of 4 connections (50 streams each; gRPC's performance
+#              guide: spread many long-lived streams over a channel pool)
+# batch_1ch, interactive_1ch: the same over one connection
 # unary:       one-shot Solve calls, 1 character, open loop
 # nginx:       batch through nginx (deploy/nginx/posewire.conf, grpc_pass;
 #              needs Debian's nginx: apt-get install --no-install-recommends nginx)
@@ -79,8 +83,14 @@ for scenario in $scenarios; do
     case $scenario in
       batch)
         start_server 127.0.0.1:0 2 "$out/server.log"
+        args=(--mode=stream --streams=4 --characters=100 --rate=0 --channels=4) ;;
+      batch_1ch)
+        start_server 127.0.0.1:0 2 "$out/server.log"
         args=(--mode=stream --streams=4 --characters=100 --rate=0) ;;
       interactive)
+        start_server 127.0.0.1:0 2 "$out/server.log"
+        args=(--mode=stream --streams=200 --characters=1 --rate=60 --channels=4) ;;
+      interactive_1ch)
         start_server 127.0.0.1:0 2 "$out/server.log"
         args=(--mode=stream --streams=200 --characters=1 --rate=60) ;;
       unary)

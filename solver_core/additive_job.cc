@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "solver_core/pose.h"
 #include "solver_core/quaternion_math.h"
 #include "solver_core/sampling_job.h"
 
@@ -48,6 +49,16 @@ absl::Status MakeAdditiveJob::Validate() const {
     return s;
   }
   if (absl::Status s = CheckPose(*skeleton, additive, "make_additive.additive");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckNoPartialOverlap(delta, "make_additive.delta", base,
+                                             "make_additive.base");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckNoPartialOverlap(
+          delta, "make_additive.delta", additive, "make_additive.additive");
       !s.ok()) {
     return s;
   }
@@ -124,6 +135,16 @@ absl::Status AdditiveJob::Validate() const {
     return s;
   }
   if (absl::Status s = CheckPose(*skeleton, delta, "additive.delta"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckNoPartialOverlap(output, "additive.output", input,
+                                             "additive.input");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckNoPartialOverlap(output, "additive.output", delta,
+                                             "additive.delta");
+      !s.ok()) {
     return s;
   }
   if (weight < 0.0f) {

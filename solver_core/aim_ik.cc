@@ -36,11 +36,10 @@ absl::Status Diagnose(const AimIkJob& job) {
         "); got ", job.local.size(), ", ", job.model.size(), " and ",
         job.output.size()));
   }
-  if (job.output.data() != job.local.data() &&
-      job.output.data() < job.local.data() + n &&
-      job.local.data() < job.output.data() + n) {
-    return absl::InvalidArgumentError(
-        "aim_ik.output: overlaps `local` without being the same span");
+  if (absl::Status s = CheckNoPartialOverlap(job.output, "aim_ik.output",
+                                             job.local, "aim_ik.local");
+      !s.ok()) {
+    return s;
   }
   if (job.joint < 0 || job.joint >= skel.num_joints()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -138,11 +137,7 @@ inline bool LooksValid(const AimIkJob& job) {
       job.output.size() != n || static_cast<size_t>(job.joint) >= n) {
     return false;
   }
-  if (job.output.data() != job.local.data() &&
-      job.output.data() < job.local.data() + n &&
-      job.local.data() < job.output.data() + n) {
-    return false;
-  }
+  if (OverlapsWithoutAliasing(job.output, job.local)) return false;
   if (!ParametersLookFinite(job) || !(job.forward.squaredNorm() > 1e-12f) ||
       job.clamp_smoothing < 0 ||
       job.clamp_smoothing > kMaxClampSmoothingIterations ||

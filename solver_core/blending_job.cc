@@ -1111,6 +1111,11 @@ absl::Status BlendingJob::Validate() const {
           "blending.layers[", l, "].transform: ", layer.transform.size(),
           " transforms for a skeleton of ", n, " joints"));
     }
+    if (OverlapsWithoutAliasing(output, layer.transform)) {
+      return CheckNoPartialOverlap(
+          output, "blending.output", layer.transform,
+          absl::StrCat("blending.layers[", l, "].transform"));
+    }
     // The test inline, the message (CheckWeight) out of line: a blend
     // costs a few hundred nanoseconds, so per-layer calls show.
     if (!(std::isfinite(layer.weight) && layer.weight <= kMaxBlendWeight)) {

@@ -150,6 +150,11 @@ absl::Status CcdIkJob::Validate() const {
         "ccd_ik.output: ", output.size(), " transforms for a skeleton of ",
         skeleton->num_joints(), " joints"));
   }
+  if (absl::Status s =
+          CheckNoPartialOverlap(output, "ccd_ik.output", input, "ccd_ik.input");
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = ValidateChain(*skeleton, chain, "ccd_ik.chain");
       !s.ok()) {
     return s;

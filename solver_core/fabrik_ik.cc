@@ -599,19 +599,23 @@ struct JobFields {
 
 absl::Status ValidateCommon(const Skeleton* skeleton,
                             absl::Span<const Transform> input,
-                            size_t output_size, int max_iterations,
-                            const IkTolerance& tolerance, float weight,
-                            const JobFields& f) {
+                            absl::Span<const Transform> output,
+                            int max_iterations, const IkTolerance& tolerance,
+                            float weight, const JobFields& f) {
   if (skeleton == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(f.skeleton, ": not set"));
   }
   if (absl::Status s = CheckPose(*skeleton, input, f.input); !s.ok()) {
     return s;
   }
-  if (static_cast<int>(output_size) != skeleton->num_joints()) {
+  if (static_cast<int>(output.size()) != skeleton->num_joints()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        f.output, ": ", output_size, " transforms for a skeleton of ",
+        f.output, ": ", output.size(), " transforms for a skeleton of ",
         skeleton->num_joints(), " joints"));
+  }
+  if (absl::Status s = CheckNoPartialOverlap(output, f.output, input, f.input);
+      !s.ok()) {
+    return s;
   }
   if (absl::Status s = ValidateIterations(max_iterations, f.max_iterations);
       !s.ok()) {
@@ -650,9 +654,8 @@ NodeVector<int> TreeJoints(const Skeleton& skeleton, int root,
 }  // namespace
 
 absl::Status FabrikIkJob::Validate() const {
-  if (absl::Status s =
-          ValidateCommon(skeleton, input, output.size(), max_iterations,
-                         tolerance, weight, kChainFields);
+  if (absl::Status s = ValidateCommon(skeleton, input, output, max_iterations,
+                                      tolerance, weight, kChainFields);
       !s.ok()) {
     return s;
   }
@@ -734,9 +737,8 @@ absl::Status FabrikIkJob::Run() const {
 }
 
 absl::Status FabrikTreeIkJob::Validate() const {
-  if (absl::Status s =
-          ValidateCommon(skeleton, input, output.size(), max_iterations,
-                         tolerance, weight, kTreeFields);
+  if (absl::Status s = ValidateCommon(skeleton, input, output, max_iterations,
+                                      tolerance, weight, kTreeFields);
       !s.ok()) {
     return s;
   }

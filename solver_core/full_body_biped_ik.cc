@@ -1236,6 +1236,12 @@ absl::Status FullBodyBipedIkJob::Validate() const {
                      " transforms for a skeleton of ", n, " joints"));
   }
   if (absl::Status s =
+          CheckNoPartialOverlap(output, "full_body_biped_ik.output", input,
+                                "full_body_biped_ik.input");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
           CheckFinite(ik_position_weight,
                       [] { return "full_body_biped_ik.ik_position_weight"; });
       !s.ok()) {

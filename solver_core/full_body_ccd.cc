@@ -109,6 +109,11 @@ absl::Status FullBodyCcdJob::Validate() const {
         absl::StrCat(kField, ".output: ", output.size(),
                      " transforms for a skeleton of ", n, " joints"));
   }
+  if (absl::Status s = CheckNoPartialOverlap(output, "full_body_ccd.output",
+                                             input, "full_body_ccd.input");
+      !s.ok()) {
+    return s;
+  }
   if (effectors.empty() ||
       effectors.size() > static_cast<size_t>(kMaxFullBodyCcdEffectors)) {
     return absl::InvalidArgumentError(

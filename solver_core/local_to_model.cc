@@ -22,6 +22,11 @@ absl::Status LocalToModelJob::Validate() const {
         "local_to_model.model: output has ", model.size(),
         " transforms for a skeleton of ", skeleton->num_joints(), " joints"));
   }
+  if (Overlap(model, local)) {
+    return absl::InvalidArgumentError(
+        "local_to_model.model: shares memory with local_to_model.local; give "
+        "the model pose its own memory");
+  }
   if (from < -1 || from >= skeleton->num_joints()) {
     return absl::InvalidArgumentError(
         absl::StrCat("local_to_model.from: joint ", from,
@@ -87,6 +92,12 @@ absl::Status ModelToLocalJob::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "model_to_local.local: output has ", local.size(),
         " transforms for a skeleton of ", skeleton->num_joints(), " joints"));
+  }
+  if (Overlap(local, model)) {
+    return absl::InvalidArgumentError(
+        "model_to_local.local: shares memory with model_to_local.model (each "
+        "joint reads its parent's model transform after the parent is "
+        "converted); give the local pose its own memory");
   }
   if (absl::Status s = ValidateRoot(root, "model_to_local.root"); !s.ok()) {
     return s;

@@ -26,12 +26,13 @@ struct LocalToModelJob {
   // parent of `from` is read from it).
   int from = -1;
 
-  // Output: one transform per joint.
+  // Output: one transform per joint, in memory of its own (not overlapping
+  // `local`: a partial update reads a parent's model transform from it).
   absl::Span<Transform> model;
 
-  // Checks sizes, `from` range and that every local transform is finite with
-  // a unit rotation; for a partial update, also the model transform of the
-  // parent of `from`, which is read.
+  // Checks sizes, that `model` and `local` do not overlap, `from` range and
+  // that every local transform is finite with a unit rotation; for a partial
+  // update, also the model transform of the parent of `from`, which is read.
   absl::Status Validate() const;
   // Validates, then computes `model`.
   absl::Status Run() const;
@@ -47,12 +48,14 @@ struct ModelToLocalJob {
   // Transform of the root space `model` is expressed in.
   Transform root = Transform::Identity();
 
-  // Output: one transform per joint.
+  // Output: one transform per joint, in memory of its own (not overlapping
+  // `model`: each joint reads its parent's model transform after the parent
+  // is converted).
   absl::Span<Transform> local;
 
-  // Checks sizes, finiteness, unit rotations and that no joint that is a
-  // parent has a zero scale component (its children's local translation
-  // would be undefined).
+  // Checks sizes, that `local` and `model` do not overlap, finiteness, unit
+  // rotations and that no joint that is a parent has a zero scale component
+  // (its children's local translation would be undefined).
   absl::Status Validate() const;
   absl::Status Run() const;
   void RunUnchecked() const;

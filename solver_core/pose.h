@@ -6,6 +6,7 @@
 #ifndef POSEWIRE_SOLVER_CORE_POSE_H_
 #define POSEWIRE_SOLVER_CORE_POSE_H_
 
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -39,6 +40,33 @@ absl::Status ValidateTransform(const Transform& transform,
 absl::Status ValidatePose(const Skeleton& skeleton,
                           absl::Span<const Transform> pose,
                           absl::string_view field);
+
+// True when the two spans share memory.
+inline bool Overlap(absl::Span<const Transform> a,
+                    absl::Span<const Transform> b) {
+  const std::less<const Transform*> before;
+  return !a.empty() && !b.empty() && before(a.data(), b.data() + b.size()) &&
+         before(b.data(), a.data() + a.size());
+}
+
+// True when `output` shares memory with `input` without starting where it
+// starts. Jobs solve in place when the output is exactly an input, and
+// otherwise need the two apart: with a shifted overlap a joint's result
+// would overwrite another joint's input before it is read, a silently wrong
+// pose. (Sizes are checked separately, against the skeleton.)
+inline bool OverlapsWithoutAliasing(absl::Span<const Transform> output,
+                                    absl::Span<const Transform> input) {
+  return output.data() != input.data() && Overlap(output, input);
+}
+
+// OkStatus, or INVALID_ARGUMENT naming both fields when
+// OverlapsWithoutAliasing, e.g. "blending.output: overlaps
+// blending.layers[1].transform without being the same span (pass the same span
+// to work in place, or separate memory)".
+absl::Status CheckNoPartialOverlap(absl::Span<const Transform> output,
+                                   absl::string_view output_field,
+                                   absl::Span<const Transform> input,
+                                   absl::string_view input_field);
 
 }  // namespace posewire
 

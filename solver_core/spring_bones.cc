@@ -1204,6 +1204,11 @@ absl::Status SpringBonesJob::Validate() const {
         "spring_bones.output: ", output.size(),
         " transforms for a skeleton of ", skeleton->num_joints(), " joints"));
   }
+  if (absl::Status s = CheckNoPartialOverlap(output, "spring_bones.output",
+                                             input, "spring_bones.input");
+      !s.ok()) {
+    return s;
+  }
   if (static_cast<int>(input.size()) != skeleton->num_joints() ||
       !PoseLooksValid(input)) {
     if (absl::Status s = ValidatePose(*skeleton, input, "spring_bones.input");

@@ -94,11 +94,10 @@ absl::Status Diagnose(const TwoBoneIkJob& job) {
         n, "); got ", job.local.size(), ", ", job.model.size(), " and ",
         job.output.size()));
   }
-  if (job.output.data() != job.local.data() &&
-      job.output.data() < job.local.data() + n &&
-      job.local.data() < job.output.data() + n) {
-    return absl::InvalidArgumentError(
-        "two_bone_ik.output: overlaps `local` without being the same span");
+  if (absl::Status s = CheckNoPartialOverlap(job.output, "two_bone_ik.output",
+                                             job.local, "two_bone_ik.local");
+      !s.ok()) {
+    return s;
   }
   const struct {
     int joint;
@@ -283,11 +282,7 @@ inline bool LooksValid(const TwoBoneIkJob& job) {
       job.output.size() != n) {
     return false;
   }
-  if (job.output.data() != job.local.data() &&
-      job.output.data() < job.local.data() + n &&
-      job.local.data() < job.output.data() + n) {
-    return false;
-  }
+  if (OverlapsWithoutAliasing(job.output, job.local)) return false;
   if (static_cast<size_t>(job.start_joint) >= n ||
       static_cast<size_t>(job.mid_joint) >= n ||
       static_cast<size_t>(job.end_joint) >= n) {

@@ -364,6 +364,36 @@ float Overlap(absl::Span<const PlacedCollider> colliders, float radius,
   return DeepestPenetration(colliders, radius, p, Slop(p), !exact, deepest);
 }
 
+// The arc search's parameter. A point of the arc from unit direction `a`
+// toward `b` (angle theta between them) is written with u = tan(phi / 4)
+// instead of phi itself: cos phi and sin phi are then rational in u (one
+// division, no trigonometry, the same bits on every CPU), and u runs over
+// [0, tan(theta / 4)], at most [0, 1], nearly in proportion to phi (the
+// ratio of the end slopes is 1 + u^2 <= 2), so the regula falsi on u behaves
+// as it did on phi.
+//
+// tan(theta / 4) from sin theta (>= 0) and cos theta: tan(theta / 2) / (1 +
+// sec(theta / 2)) = s / ((1 + c) + sqrt(2 (1 + c))); 1 for a half turn.
+inline float TanQuarterAngle(float sin_theta, float cos_theta) {
+  const float one_plus_cos = 1.0f + cos_theta;
+  if (!(one_plus_cos > 1e-12f)) return 1.0f;
+  return sin_theta / (one_plus_cos + std::sqrt(2.0f * one_plus_cos));
+}
+
+// cos phi and sin phi for u = tan(phi / 4): the half angle's cosine and
+// sine (1 - u^2, 2 u) / (1 + u^2), then the double-angle formulas. The lane
+// search (spring_bone_lanes.inc) spells out the same operations.
+struct ArcCosSin {
+  float cos, sin;
+};
+inline ArcCosSin ArcPoint(float u) {
+  const float u2 = u * u;
+  const float d = 1.0f / (1.0f + u2);
+  const float c = (1.0f - u2) * d;
+  const float s = (u + u) * d;
+  return {c * c - s * s, (s + s) * c};
+}
+
 // TurnOutAlongArc (below) for one bone: the same search, with scalar
 // arithmetic. Cheaper than four lanes when only one bone of a group is
 // stuck, the common case; the two give the same bits (a chain solved alone
@@ -383,10 +413,10 @@ Eigen::Vector3f TurnOutAlongArcScalar(
   float f_hi = Overlap(colliders, radius, target, true, &ignored);
   if (f_hi > 0.0f) return p;
   // The arc from the bone's direction a toward the target's b:
-  // dir(t) = cos(t angle) a + sin(t angle) perp.
+  // dir(t) = cos(phi) a + sin(phi) perp, tan(phi / 4) = t tan(angle / 4).
   const Eigen::Vector3f a = (p - parent) / length;
   const Eigen::Vector3f b = (target - parent).normalized();
-  const float angle = std::atan2(a.cross(b).norm(), a.dot(b));
+  const float quarter = TanQuarterAngle(a.cross(b).norm(), a.dot(b));
   Eigen::Vector3f perp = b - a * a.dot(b);
   const float perp_len = perp.norm();
   perp = perp_len > kTinyLength ? Eigen::Vector3f(perp / perp_len)
@@ -400,8 +430,7 @@ Eigen::Vector3f TurnOutAlongArcScalar(
   for (int it = 0; it < kArcSearchSteps; ++it) {
     float t = (lo * f_hi - hi * f_lo) / (f_hi - f_lo);
     if (!(t > lo && t < hi)) t = 0.5f * (lo + hi);
-    const float phi = t * angle;
-    const dmath::SinCosF sc = dmath::SinCos(phi);
+    const ArcCosSin sc = ArcPoint(t * quarter);
     const Eigen::Vector3f x = parent + (a * sc.cos + perp * sc.sin) * length;
     const float f = Overlap(colliders, radius, x, true, &ignored);
     if (f > 0.0f) {

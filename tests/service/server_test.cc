@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -48,6 +49,29 @@ class ServerTest : public ::testing::Test {
   std::unique_ptr<PosewireServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
 };
+
+// The revision a build reports is the checkout's HEAD at build time, not at
+// configure time: an incremental build after a commit must not report the
+// commit before it.
+TEST(BuildIdentity, RevisionIsTheCheckoutsHead) {
+  if (std::string(POSEWIRE_REVISION_OVERRIDE) != "") {
+    GTEST_SKIP() << "configured with -DPOSEWIRE_GIT_REVISION";
+  }
+  const std::string command =
+      absl::StrCat("git -C '", POSEWIRE_SOURCE_DIR,
+                   "' rev-parse --short=12 HEAD 2>/dev/null");
+  FILE* git = popen(command.c_str(), "r");
+  ASSERT_NE(git, nullptr);
+  char line[64] = {};
+  const bool read = std::fgets(line, sizeof(line), git) != nullptr;
+  const int exit_status = pclose(git);
+  if (!read || exit_status != 0) GTEST_SKIP() << "not a git checkout";
+  std::string head(line);
+  while (!head.empty() && (head.back() == '\n' || head.back() == '\r')) {
+    head.pop_back();
+  }
+  EXPECT_EQ(std::string(kGitRevision), head);
+}
 
 TEST_F(ServerTest, GetInfo_ReportsVersionRevisionAndConfiguredLimits) {
   auto stub = posewire::v1::PoseWire::NewStub(channel_);

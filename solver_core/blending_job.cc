@@ -340,6 +340,22 @@ POSEWIRE_AVX2_INLINE PairRows AccumulateTwoSingles(const Contributor* c0,
   return r;
 }
 
+// The first contributor's rotation in place of a degenerate sum's unit
+// rotation, for two pairs held as (u1 | u0) and (u3 | u2): `degenerate`'s
+// bits 0 and 4 flag joints 1 and 0 (pair p), bits 1 and 5 joints 3 and 2
+// (pair r), as the squared-norm layouts below leave them.
+POSEWIRE_AVX2_INLINE void UseFirstWhereDegenerate(int degenerate,
+                                                  __m256 first_p,
+                                                  __m256 first_r, __m256* up,
+                                                  __m256* ur) {
+  if ((degenerate & 0x33) == 0) [[likely]]
+    return;
+  if (degenerate & 0x01) *up = _mm256_blend_ps(*up, first_p, 0x0F);
+  if (degenerate & 0x10) *up = _mm256_blend_ps(*up, first_p, 0xF0);
+  if (degenerate & 0x02) *ur = _mm256_blend_ps(*ur, first_r, 0x0F);
+  if (degenerate & 0x20) *ur = _mm256_blend_ps(*ur, first_r, 0xF0);
+}
+
 // StoreFourRotations for the rotation sums qp = (q1 | q0) of a pair of joints
 // and qr of another, with their first contributors' rotations (the
 // fallbacks): returns each pair's unit rotations as (u1 | u0).
@@ -363,12 +379,7 @@ POSEWIRE_AVX2_INLINE void NormalizeFour(__m256 qp, __m256 first_p, __m256 qr,
       _mm256_cmp_ps(mixed, _mm256_set1_ps(kMinQuatSquaredNorm), _CMP_LE_OS));
   __m256 u0 = _mm256_mul_ps(qp, _mm256_permute_ps(inverse, 0x00));
   __m256 u1 = _mm256_mul_ps(qr, _mm256_permute_ps(inverse, 0x55));
-  if ((degenerate & 0x33) != 0) [[unlikely]] {
-    if (degenerate & 0x01) u0 = _mm256_blend_ps(u0, first_p, 0x0F);
-    if (degenerate & 0x10) u0 = _mm256_blend_ps(u0, first_p, 0xF0);
-    if (degenerate & 0x02) u1 = _mm256_blend_ps(u1, first_r, 0x0F);
-    if (degenerate & 0x20) u1 = _mm256_blend_ps(u1, first_r, 0xF0);
-  }
+  UseFirstWhereDegenerate(degenerate, first_p, first_r, &u0, &u1);
   *up = u0;
   *ur = u1;
 }
@@ -550,7 +561,7 @@ POSEWIRE_AVX2_INLINE __m256 HalfSquaredNorms(const GroupSums& g) {
 
 // Stores the group's translations and scales as soon as they are summed,
 // so only four of the group's registers stay live until the norms are
-// known (StoreRotations). With kScreen, adds the rows to the screen's sum.
+// known (StoreGroupRotations). With kScreen, adds the rows to the screen's sum.
 template <bool kScreen>
 POSEWIRE_AVX2_INLINE void StoreRows(const GroupSums& g, float* o,
                                     Screen* screen) {
@@ -561,7 +572,7 @@ POSEWIRE_AVX2_INLINE void StoreRows(const GroupSums& g, float* o,
   const __m256 b_r = _mm256_and_ps(g.b_r, pad_mask);
   // Joint 0's translation and joint 1's scale (ts), joint 0's scale and
   // joint 1's translation (b); then joints 2 and 3 likewise. The rotation
-  // slots between them are left to StoreRotations, so every byte is
+  // slots between them are left to StoreGroupRotations, so every byte is
   // written once.
   _mm256_storeu2_m128(o + 20, o, ts_p);
   _mm256_storeu_ps(o + 8, b_p);
@@ -584,21 +595,16 @@ POSEWIRE_AVX2_INLINE void StoreRows(const GroupSums& g, float* o,
 // their squared norms are, which cannot overflow once the inputs' norms
 // pass).
 template <bool kScreen>
-POSEWIRE_AVX2_INLINE void StoreRotations(const GroupSums& g, __m256 inverse,
-                                         int degenerate, int lane, __m256 n2,
-                                         float* o, Screen* screen) {
+POSEWIRE_AVX2_INLINE void StoreGroupRotations(const GroupSums& g,
+                                              __m256 inverse, int degenerate,
+                                              int lane, __m256 n2, float* o,
+                                              Screen* screen) {
   const __m256 u_lo = _mm256_mul_ps(g.q_lo, inverse);
   const __m256 u_hi = _mm256_mul_ps(g.q_hi, inverse);
   // (u1 | u0) and (u3 | u2).
   __m256 up = _mm256_shuffle_ps(u_lo, u_hi, _MM_SHUFFLE(2, 0, 2, 0));
   __m256 ur = _mm256_shuffle_ps(u_lo, u_hi, _MM_SHUFFLE(3, 1, 3, 1));
-  degenerate >>= lane;
-  if ((degenerate & 0x33) != 0) [[unlikely]] {
-    if (degenerate & 0x01) up = _mm256_blend_ps(up, g.first_p, 0x0F);
-    if (degenerate & 0x10) up = _mm256_blend_ps(up, g.first_p, 0xF0);
-    if (degenerate & 0x02) ur = _mm256_blend_ps(ur, g.first_r, 0x0F);
-    if (degenerate & 0x20) ur = _mm256_blend_ps(ur, g.first_r, 0xF0);
-  }
+  UseFirstWhereDegenerate(degenerate >> lane, g.first_p, g.first_r, &up, &ur);
   _mm256_storeu2_m128(o + 4, o + 16, up);
   _mm256_storeu2_m128(o + 28, o + 40, ur);
   if constexpr (kScreen) screen->sum = _mm256_add_ps(screen->sum, n2);
@@ -635,11 +641,11 @@ POSEWIRE_AVX2_INLINE void BlendAllGroups(const float* const* pose,
         _mm256_movemask_ps(_mm256_cmp_ps(n2, min_norm, _CMP_LE_OS));
     // Each group's inverse norms back in its lanes (i1 i3 i1 i3 | ...), and
     // its squared norms likewise for the screen.
-    StoreRotations<kScreen>(
+    StoreGroupRotations<kScreen>(
         g0, _mm256_shuffle_ps(inverse, inverse, _MM_SHUFFLE(1, 0, 1, 0)),
         degenerate, 0, _mm256_shuffle_ps(n2, n2, _MM_SHUFFLE(1, 0, 1, 0)), o,
         screen);
-    StoreRotations<kScreen>(
+    StoreGroupRotations<kScreen>(
         g1, _mm256_shuffle_ps(inverse, inverse, _MM_SHUFFLE(3, 2, 3, 2)),
         degenerate, 2, _mm256_shuffle_ps(n2, n2, _MM_SHUFFLE(3, 2, 3, 2)),
         o + 48, screen);
@@ -656,7 +662,7 @@ POSEWIRE_AVX2_INLINE void BlendAllGroups(const float* const* pose,
     const int degenerate =
         _mm256_movemask_ps(_mm256_cmp_ps(n2, min_norm, _CMP_LE_OS));
     StoreRows<kScreen>(g, o, screen);
-    StoreRotations<kScreen>(g, inverse, degenerate, 0, n2, o, screen);
+    StoreGroupRotations<kScreen>(g, inverse, degenerate, 0, n2, o, screen);
   }
 }
 

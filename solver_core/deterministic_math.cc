@@ -180,21 +180,7 @@ SinCosF SinCos(float x) {
 
 float Sin(float x) { return static_cast<float>(SinDouble(x)); }
 
-float Cos(float x) {
-  if (!IsFinite(x)) return x - x;
-  int quadrant = 0;
-  const double r = Reduce(x, &quadrant);
-  switch (quadrant) {
-    case 0:
-      return static_cast<float>(CosPoly(r));
-    case 1:
-      return static_cast<float>(-SinPoly(r));
-    case 2:
-      return static_cast<float>(-CosPoly(r));
-    default:
-      return static_cast<float>(SinPoly(r));
-  }
-}
+float Cos(float x) { return SinCos(x).cos; }
 
 namespace {
 

@@ -1,7 +1,8 @@
 // CCD and FABRIK on a 10-joint chain (issue 4's figure of merit: aim for
 // <= 3 us CCD and <= 2 us FABRIK per unconstrained solve), reachable and
 // unreachable targets, with and without joint limits; plus a FABRIK tree
-// (a hand: wrist and five three-joint fingers).
+// (a hand: wrist and five three-joint fingers), and a dragged target solved
+// from the previous solve's output (a DCC plugin's frames).
 //
 // Each benchmark cycles through 64 precomputed targets so no single easy or
 // hard case dominates, runs the validated job (Run(), as the service would),
@@ -210,6 +211,69 @@ void BM_FabrikFixedIterations(benchmark::State& state) {
   FixedBudget<FabrikIkJob>(state);
 }
 BENCHMARK(BM_FabrikFixedIterations)->Arg(1)->Arg(4)->Arg(10);
+
+// An artist dragging the target (the DCC plugins' case): the target moves
+// in kDragSteps equal steps from each reachable target to the next, and
+// each solve starts from the previous solve's output, as a plugin sends
+// back the pose it last received. Same tolerance and cap as the cold
+// solves above. The two pose buffers swap roles each solve, so no copy is
+// timed; the first lap from the rest pose is untimed.
+constexpr int kDragSteps = 30;
+
+std::vector<Eigen::Vector3f> DragPath() {
+  const std::vector<Eigen::Vector3f>& stops = Setup().reachable;
+  std::vector<Eigen::Vector3f> path;
+  for (size_t k = 0; k < stops.size(); ++k) {
+    const Eigen::Vector3f& from = stops[k];
+    const Eigen::Vector3f& to = stops[(k + 1) % stops.size()];
+    for (int i = 0; i < kDragSteps; ++i) {
+      path.push_back(from + (to - from) * (static_cast<float>(i) / kDragSteps));
+    }
+  }
+  return path;
+}
+
+template <typename Job>
+void Dragged(benchmark::State& state) {
+  const std::vector<Eigen::Vector3f> path = DragPath();
+  std::vector<Transform> a = Setup().input, b = Setup().input;
+  std::vector<Transform>* in = &a;
+  std::vector<Transform>* out = &b;
+  std::vector<Transform> unused;
+  Job job = MakeJob<Job>(unused, false);
+  IkResult r;
+  job.result = &r;
+  auto solve = [&](const Eigen::Vector3f& target) {
+    job.input = *in;
+    job.output = absl::MakeSpan(*out);
+    job.target = target;
+    const bool ok = job.Run().ok();
+    std::swap(in, out);
+    return ok;
+  };
+  for (const Eigen::Vector3f& target : path) {
+    if (!solve(target)) state.SkipWithError("solve failed");
+  }
+  long iterations = 0, reached = 0, solves = 0;
+  size_t t = 0;
+  for (auto _ : state) {
+    if (!solve(path[t])) state.SkipWithError("solve failed");
+    t = (t + 1) % path.size();
+    benchmark::DoNotOptimize(in->data());
+    iterations += r.iterations;
+    reached += r.reached;
+    ++solves;
+  }
+  state.counters["iterations"] = double(iterations) / double(solves);
+  state.counters["reached"] = double(reached) / double(solves);
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_CcdDragged(benchmark::State& state) { Dragged<CcdIkJob>(state); }
+BENCHMARK(BM_CcdDragged);
+
+void BM_FabrikDragged(benchmark::State& state) { Dragged<FabrikIkJob>(state); }
+BENCHMARK(BM_FabrikDragged);
 
 // A hand: forearm, wrist (the sub-base), five fingers of three joints.
 void BM_FabrikTreeHand(benchmark::State& state) {

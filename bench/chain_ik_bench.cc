@@ -106,25 +106,38 @@ const ChainSetup& Setup() {
   return *setup;
 }
 
+// Mean iterations and fraction reached over a benchmark's solves, reported
+// as counters.
+struct SolveTally {
+  long iterations = 0, reached = 0, solves = 0;
+
+  void Add(const IkResult& r) {
+    iterations += r.iterations;
+    reached += r.reached;
+    ++solves;
+  }
+  void Report(benchmark::State& state) const {
+    state.counters["iterations"] = double(iterations) / double(solves);
+    state.counters["reached"] = double(reached) / double(solves);
+    state.SetItemsProcessed(state.iterations());
+  }
+};
+
 template <typename Job>
 void RunSolves(benchmark::State& state, Job job,
                const std::vector<Eigen::Vector3f>& targets) {
   IkResult r;
   job.result = &r;
-  long iterations = 0, reached = 0, solves = 0;
+  SolveTally tally;
   size_t t = 0;
   for (auto _ : state) {
     job.target = targets[t];
     t = (t + 1) % targets.size();
     if (!job.Run().ok()) state.SkipWithError("solve failed");
     benchmark::DoNotOptimize(job.output.data());
-    iterations += r.iterations;
-    reached += r.reached;
-    ++solves;
+    tally.Add(r);
   }
-  state.counters["iterations"] = double(iterations) / double(solves);
-  state.counters["reached"] = double(reached) / double(solves);
-  state.SetItemsProcessed(state.iterations());
+  tally.Report(state);
 }
 
 template <typename Job>
@@ -254,19 +267,15 @@ void Dragged(benchmark::State& state) {
   for (const Eigen::Vector3f& target : path) {
     if (!solve(target)) state.SkipWithError("solve failed");
   }
-  long iterations = 0, reached = 0, solves = 0;
+  SolveTally tally;
   size_t t = 0;
   for (auto _ : state) {
     if (!solve(path[t])) state.SkipWithError("solve failed");
     t = (t + 1) % path.size();
     benchmark::DoNotOptimize(in->data());
-    iterations += r.iterations;
-    reached += r.reached;
-    ++solves;
+    tally.Add(r);
   }
-  state.counters["iterations"] = double(iterations) / double(solves);
-  state.counters["reached"] = double(reached) / double(solves);
-  state.SetItemsProcessed(state.iterations());
+  tally.Report(state);
 }
 
 void BM_CcdDragged(benchmark::State& state) { Dragged<CcdIkJob>(state); }
@@ -318,20 +327,16 @@ void BM_FabrikTreeHand(benchmark::State& state) {
   job.tolerance.value = 1e-3f;
   job.output = absl::MakeSpan(out);
   job.result = &r;
-  long iterations = 0, reached = 0, solves = 0;
+  SolveTally tally;
   size_t t = 0;
   for (auto _ : state) {
     job.effectors = cases[t];
     t = (t + 1) % cases.size();
     if (!job.Run().ok()) state.SkipWithError("solve failed");
     benchmark::DoNotOptimize(out.data());
-    iterations += r.iterations;
-    reached += r.reached;
-    ++solves;
+    tally.Add(r);
   }
-  state.counters["iterations"] = double(iterations) / double(solves);
-  state.counters["reached"] = double(reached) / double(solves);
-  state.SetItemsProcessed(state.iterations());
+  tally.Report(state);
 }
 BENCHMARK(BM_FabrikTreeHand);
 

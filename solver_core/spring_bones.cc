@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/base/attributes.h"
@@ -482,6 +483,7 @@ struct SpringLaneGroup {
 template <int W>
 struct SpringLaneArcGroup {
   int particle[W];
+  int joint[W];
   int child[W];
   int real = 0;
 };
@@ -621,6 +623,7 @@ void BuildLaneLayoutW(absl::Span<const SpringParticle> particles,
   PackLanes<W>(arcs, &layout->arc_groups,
                [&](SpringLaneArcGroup<W>& g, int k, int i) {
                  g.particle[k] = i;
+                 g.joint[k] = particles[i].joint;
                  g.child[k] = particles[i].first_child;
                });
   PackLanes<W>(
@@ -685,8 +688,8 @@ class LaneEngine {
   virtual void Store(DynamicsState& s) = 0;
   // UpdatePose, the constraints and the colliders of one fixed step.
   virtual void Step(const StepInputs& in) = 0;
-  // The output rotations (scratch rotations and rotated set up, output
-  // holding the input). `landed_on_frame`: the state's last step used this
+  // The output rotations (scratch rotated cleared, output holding the
+  // input). `landed_on_frame`: the state's last step used this
   // frame's pose.
   virtual void Apply(const DynamicsState& s, bool landed_on_frame) = 0;
 };
@@ -968,12 +971,10 @@ void Solver::ApplyToPose(LaneEngine& engine, const DynamicsState& s,
     std::copy(job_.input.begin(), job_.input.end(), job_.output.begin());
   }
   const int n = rig_.num_particles();
+  // rotations[i] is only set, and read, where rotated[i] is 1; elsewhere
+  // the joint keeps its animated model rotation (sc_.model).
   sc_.rotations.resize(n);
   sc_.rotated.assign(n, 0);
-  for (int i = 0; i < n; ++i) {
-    const SpringParticle& pt = particles_[i];
-    if (pt.joint >= 0) sc_.rotations[i] = sc_.model[pt.joint].rotation;
-  }
   engine.Apply(s, landed_on_frame);
 }
 
@@ -1033,11 +1034,13 @@ void Solver::Simulate(LaneEngine& engine, DynamicsState& s,
   // The new anchor: the last step (unchanged when no step was taken).
   s.leftover_time = remaining;
   s.previous_component = step_from;
-  if (steps > 0) {
+  if (steps > 0 && alpha == 1.0f) {
+    std::copy(sc_.pose_cs.begin(), sc_.pose_cs.end(),
+              s.previous_pose_positions.begin());
+  } else if (steps > 0) {
     for (int i = 0; i < rig_.num_particles(); ++i) {
       Eigen::Vector3f& a = s.previous_pose_positions[i];
-      a = alpha == 1.0f ? sc_.pose_cs[i]
-                        : Eigen::Vector3f(a + (sc_.pose_cs[i] - a) * alpha);
+      a += (sc_.pose_cs[i] - a) * alpha;
     }
   }
   ApplyToPose(engine, s, steps > 0 && alpha == 1.0f);
@@ -1333,7 +1336,8 @@ absl::Status SpringBonesJob::Validate() const {
 
 absl::Status SpringBonesJob::Run() const {
   if (absl::Status s = Validate(); !s.ok()) return s;
-  SpringBonesScratch local_scratch;
+  // Built only without a caller's scratch: it holds some twenty vectors.
+  std::optional<SpringBonesScratch> local_scratch;
   DynamicsState& s = *state_out;
   const bool initialize = reset || state_in == nullptr || state_in->empty();
   if (!initialize && state_in != state_out) s = *state_in;
@@ -1344,7 +1348,8 @@ absl::Status SpringBonesJob::Run() const {
   static const SpringLaneLayout kNoLanes;
   const SpringLaneLayout& layout =
       rig->lanes_ != nullptr ? *rig->lanes_ : kNoLanes;
-  SpringBonesScratch& sc = scratch != nullptr ? *scratch : local_scratch;
+  SpringBonesScratch& sc =
+      scratch != nullptr ? *scratch : local_scratch.emplace();
   Solver solver(*this, sc);
   solver.Prepare(initialize, s, r);
   // The width is chosen once per solve; both give the same bits.

@@ -450,6 +450,7 @@ absl::Status RunFabrikIk(IkOpContext& ctx, const v1::FabrikIkOp& op) {
   job.max_iterations = in->settings.iterations;
   job.tolerance = in->settings.tolerance;
   if (op.has_weight()) job.weight = op.weight();
+  if (op.has_over_relaxation()) job.over_relaxation = op.over_relaxation();
   job.limits = in->settings.limits;
   job.plane_normal = *normal;
   job.planar_limits = planar;

@@ -60,6 +60,8 @@ struct Problem {
   absl::Span<const SignedAngleRange> planar_limits;
   int max_iterations = 0;
   float tolerance = 0.0f;
+  // FabrikIkJob::over_relaxation (0 for trees).
+  float over_relaxation = 0.0f;
 
   int num_children(int i) const { return child_begin[i + 1] - child_begin[i]; }
 };
@@ -86,6 +88,7 @@ class FabrikSolver {
     rotational_ = any_limit || !is_chain;
 
     fast_ = !rotational_ && is_chain && !pb_.planar;
+    const bool relax = fast_ && pb_.over_relaxation > 0.0f;
     p_.resize(n);
     for (int i = 0; i < n; ++i) p_[i] = c_.position(i);
     if (!fast_) {
@@ -140,6 +143,9 @@ class FabrikSolver {
       for (int i = 0; i < n; ++i) best[i] = c_.local(i).rotation;
     }
     int iterations = 0;
+    // The tip's squared error after the previous iteration (over-relaxation:
+    // every iteration that gets there had a nonzero error).
+    float last_e2 = 0.0f;
     for (int it = 0; it < pb_.max_iterations; ++it) {
       const Eigen::Vector3f shift = it == 0 ? offset : Eigen::Vector3f::Zero();
       if (rotational_) {
@@ -150,6 +156,7 @@ class FabrikSolver {
         }
         BackwardRotational();
       } else if (fast_) {
+        if (relax) start_.assign(p_.begin(), p_.end());
         ChainPasses(goals_[0] + shift);
       } else {
         Forward(shift);
@@ -165,6 +172,19 @@ class FabrikSolver {
           best_error = objective;
           for (int i = 0; i < n; ++i) best[i] = c_.local(i).rotation;
         }
+      }
+      if (relax) {
+        // The tip's squared error, as WithinTolerance() (one effector).
+        const float e2 = (p_[n - 1] - pb_.targets[0]).squaredNorm();
+        if (e2 <= tolerance2_) break;
+        // Extend the move (not after the first iteration; see fabrik_ik.h),
+        // only when another iteration follows, so the answer is never an
+        // extended pose.
+        if (it >= 1 && it + 1 < pb_.max_iterations) {
+          OverRelax(std::sqrt(e2 / last_e2));
+        }
+        last_e2 = e2;
+        continue;
       }
       if (WithinTolerance()) break;
     }
@@ -329,6 +349,18 @@ class FabrikSolver {
   // Both passes for the common case, a chain without limits or plane: the
   // same geometry as Forward and BackwardPositional without the tree
   // bookkeeping.
+  // p <- p + b (p - start) for every node but the root (pinned) and the tip
+  // (the next forward pass puts it on the target), with b from the rate
+  // `rho` at which the tip's error fell in this iteration: Aitken's
+  // estimate of the rest of a geometric series of moves, rho / (1 - rho),
+  // capped at the job's over_relaxation. A fast-converging solve (small
+  // rho) is barely extended; a fixed b would overshoot it.
+  void OverRelax(float rho) {
+    if (!(rho < 1.0f)) return;
+    const float b = std::min(pb_.over_relaxation, rho / (1.0f - rho));
+    for (int i = 1; i + 1 < c_.size(); ++i) p_[i] += b * (p_[i] - start_[i]);
+  }
+
   void ChainPasses(const Eigen::Vector3f& goal) {
     const int n = c_.size();
     p_[n - 1] = goal;
@@ -544,6 +576,8 @@ class FabrikSolver {
   bool fast_ = false;
   float tolerance2_ = 0.0f;
   NodeVector<Eigen::Vector3f> p_;
+  // Positions at the start of the iteration (over-relaxation only).
+  NodeVector<Eigen::Vector3f> start_;
   NodeVector<Eigen::Vector3f> dir0_;
   NodeVector<Eigen::Vector3f> acc_;
   NodeVector<float> wsum_;
@@ -672,6 +706,11 @@ absl::Status FabrikIkJob::Validate() const {
       !s.ok()) {
     return s;
   }
+  if (!(over_relaxation >= 0.0f && over_relaxation < 1.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fabrik_ik.over_relaxation: ", over_relaxation,
+        " is outside [0, 1) (0: classic FABRIK; 1 and above can diverge)"));
+  }
   if (absl::Status s =
           ValidateFiniteVector(plane_normal, "fabrik_ik.plane_normal");
       !s.ok()) {
@@ -732,6 +771,7 @@ absl::Status FabrikIkJob::Run() const {
   }
   pb.max_iterations = max_iterations;
   pb.tolerance = ResolveTolerance(tolerance, *skeleton);
+  pb.over_relaxation = over_relaxation;
   SolveAndWrite(pb, ClampWeight(weight), output, result);
   return absl::OkStatus();
 }

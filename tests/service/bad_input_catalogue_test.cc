@@ -1322,6 +1322,12 @@ std::vector<BadInput> Catalogue(std::shared_ptr<grpc::Channel> channel) {
       "characters[0].ops[0].fabrik_ik: fabrik_ik.planar_limits: 2 ranges for "
       "a chain of 3 joints"));
   add(SolveRow(
+      "fabrik_over_relaxation_1", "fabrik_ik over_relaxation 1",
+      [](auto& r) { Fabrik(r)->set_over_relaxation(1.0f); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].fabrik_ik: fabrik_ik.over_relaxation: 1 is "
+      "outside [0, 1)"));
+  add(SolveRow(
       "fabrik_iterations_1e9", "fabrik_ik max_iterations 1,000,000,000",
       [](auto& r) { Fabrik(r)->set_max_iterations(1000000000); },
       StatusCode::RESOURCE_EXHAUSTED,

@@ -118,6 +118,32 @@ std::vector<Eigen::Vector3d> ReferenceFabrik(std::vector<Eigen::Vector3d> p,
   return p;
 }
 
+// Runs `iterations` iterations (tolerance 0) with the given over-relaxation
+// from f.input toward `target` and expects every chain joint within
+// `tolerance` of ReferenceFabrik's. Returns the output pose.
+std::vector<Transform> ExpectFollowsReference(const Fixture& f,
+                                              const Eigen::Vector3f& target,
+                                              int iterations, float relax,
+                                              double tolerance, int trial) {
+  const std::vector<Eigen::Vector3f> p0 = FkPositions(f.skeleton, f.input);
+  std::vector<Transform> out;
+  FabrikIkJob job = f.MakeJob(target, out, nullptr, iterations);
+  job.tolerance.value = 0.0f;
+  job.over_relaxation = relax;
+  EXPECT_TRUE(job.Run().ok());
+  std::vector<Eigen::Vector3d> start;
+  for (int j : f.chain) start.push_back(p0[j].cast<double>());
+  const std::vector<Eigen::Vector3d> want =
+      ReferenceFabrik(start, target.cast<double>(), iterations, relax);
+  const std::vector<Eigen::Vector3f> got = FkPositions(f.skeleton, out);
+  for (size_t i = 0; i < f.chain.size(); ++i) {
+    EXPECT_LT((got[f.chain[i]].cast<double>() - want[i]).norm(),
+              tolerance * f.length)
+        << "trial " << trial << " node " << i;
+  }
+  return out;
+}
+
 // The chain passes carry each squared distance as a scalar (fabrik_ik.cc's
 // ReachPass); they must follow the textbook passes, also on tightly folded
 // chains, where joints pass close to their neighbours' old places and the
@@ -139,22 +165,7 @@ TEST(FabrikIk, ChainPassesFollowTextbookFabrikOnFoldedChains) {
     const Eigen::Vector3f target =
         p0[f.chain[0]] +
         Eigen::Vector3f(u(rng), u(rng), u(rng)).normalized() * reach;
-    const int iterations = 1 + trial % 6;
-    std::vector<Transform> out;
-    FabrikIkJob job = f.MakeJob(target, out, nullptr, iterations);
-    job.tolerance.value = 0.0f;
-    job.over_relaxation = 0.0f;
-    ASSERT_TRUE(job.Run().ok());
-    std::vector<Eigen::Vector3d> start;
-    for (int j : f.chain) start.push_back(p0[j].cast<double>());
-    const std::vector<Eigen::Vector3d> want =
-        ReferenceFabrik(start, target.cast<double>(), iterations);
-    const std::vector<Eigen::Vector3f> got = FkPositions(f.skeleton, out);
-    for (size_t i = 0; i < f.chain.size(); ++i) {
-      EXPECT_LT((got[f.chain[i]].cast<double>() - want[i]).norm(),
-                1e-5 * f.length)
-          << "trial " << trial << " node " << i;
-    }
+    ExpectFollowsReference(f, target, 1 + trial % 6, 0.0f, 1e-5, trial);
   }
 }
 
@@ -169,24 +180,9 @@ TEST(FabrikIk, OverRelaxedPassesFollowTheReference) {
     for (size_t i = 0; i + 1 < f.chain.size(); ++i) {
       f.input[f.chain[i]].rotation = RandomRotation(rng, 1.0f);
     }
-    const std::vector<Eigen::Vector3f> p0 = FkPositions(f.skeleton, f.input);
     const Eigen::Vector3f target = f.RandomReachable(rng);
-    const int iterations = 1 + trial % 8;
-    std::vector<Transform> out;
-    FabrikIkJob job = f.MakeJob(target, out, nullptr, iterations);
-    job.tolerance.value = 0.0f;
-    job.over_relaxation = 0.8f;
-    ASSERT_TRUE(job.Run().ok());
-    std::vector<Eigen::Vector3d> start;
-    for (int j : f.chain) start.push_back(p0[j].cast<double>());
-    const std::vector<Eigen::Vector3d> want =
-        ReferenceFabrik(start, target.cast<double>(), iterations, 0.8);
-    const std::vector<Eigen::Vector3f> got = FkPositions(f.skeleton, out);
-    for (size_t i = 0; i < f.chain.size(); ++i) {
-      EXPECT_LT((got[f.chain[i]].cast<double>() - want[i]).norm(),
-                1e-4 * f.length)
-          << "trial " << trial << " node " << i;
-    }
+    const std::vector<Transform> out =
+        ExpectFollowsReference(f, target, 1 + trial % 8, 0.8f, 1e-4, trial);
     ExpectRotationOnly(f.skeleton, f.input, out);
   }
 }

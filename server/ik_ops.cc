@@ -416,6 +416,7 @@ absl::Status RunCcdIk(IkOpContext& ctx, const v1::CcdIkOp& op) {
   job.joint_weights = op.joint_weights();
   job.incremental = op.incremental();
   job.max_step_angle = op.max_step_angle();
+  if (op.has_over_relaxation()) job.over_relaxation = op.over_relaxation();
   job.limits = in->settings.limits;
   job.hinge_fallback = op.hinge_fallback();
   job.fallback_axis = *fallback_axis;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/pose.h"
 #include "solver_core/quaternion_math.h"
@@ -105,15 +106,32 @@ inline void GeneralPlainStep(const Eigen::Vector3f& p,
   *tip = p + step * (*tip - p);
 }
 
+// The over-relaxation step between sweeps: each joint's local rotation
+// `now` moved on from `before` by b times the sweep's change, extrapolated
+// along the chord of the two unit quaternions and normalised (no
+// trigonometry; the changes of late sweeps are small, where the chord is
+// the arc).
+Eigen::Quaternionf ExtendTurn(const Eigen::Quaternionf& before,
+                              const Eigen::Quaternionf& now, float b) {
+  Eigen::Vector4f from = before.coeffs();
+  if (from.dot(now.coeffs()) < 0.0f) from = -from;  // the same hemisphere
+  const Eigen::Vector4f q = now.coeffs() + b * (now.coeffs() - from);
+  return Eigen::Quaternionf(q * (1.0f / q.norm()));
+}
+
 // Sweeps for the common case (every joint at full weight, no limit, no step
 // cap, no fallback): PlainStep at every joint on the chain's raw arrays,
-// forward kinematics once per sweep. Returns the sweeps used.
+// forward kinematics once per sweep; over-relaxed by up to `relax` from the
+// second sweep on (ccd_ik.h). Returns the sweeps used.
 int PlainSweeps(IkChain& c, const Eigen::Vector3f& target, float tol2,
-                int max_iterations, bool incremental) {
+                int max_iterations, bool incremental, float relax) {
   const int n = c.size();
   const int tip = n - 1;
   const Transform* model = c.models();
   Transform* local = c.mutable_locals();
+  absl::InlinedVector<Eigen::Quaternionf, 16> before;
+  if (relax > 0.0f) before.resize(n);
+  float last_e2 = 0.0f;
   for (int it = 0; it < max_iterations; ++it) {
     // Each sweep goes tip to root, so a joint's own transform and its
     // ancestors' stay valid within the sweep; only the effector is tracked
@@ -121,6 +139,9 @@ int PlainSweeps(IkChain& c, const Eigen::Vector3f& target, float tol2,
     if (it > 0) c.UpdateModel(0);
     Eigen::Vector3f tip_pos = model[tip].translation;
     const int first = incremental ? std::max(0, n - 3 - it) : 0;
+    for (int i = first; i < tip && relax > 0.0f; ++i) {
+      before[i] = local[i].rotation;
+    }
     for (int i = tip - 1; i >= first; --i) {
       const Transform& m = model[i];
       const Eigen::Quaternionf& rp =
@@ -131,6 +152,19 @@ int PlainSweeps(IkChain& c, const Eigen::Vector3f& target, float tol2,
                          &local[i].rotation);
       }
       if ((target - tip_pos).squaredNorm() <= tol2) return it + 1;
+    }
+    if (relax > 0.0f) {
+      // b from the rate at which the effector's error fell in this sweep
+      // (Aitken's rho / (1 - rho), capped), as FABRIK's over-relaxation.
+      const float e2 = (target - tip_pos).squaredNorm();
+      const float rho = std::sqrt(e2 / last_e2);
+      last_e2 = e2;
+      if (it >= 1 && it + 1 < max_iterations && rho < 1.0f) {
+        const float b = std::min(relax, rho / (1.0f - rho));
+        for (int i = first; i < tip; ++i) {
+          local[i].rotation = ExtendTurn(before[i], local[i].rotation, b);
+        }
+      }
     }
   }
   return max_iterations;
@@ -187,6 +221,11 @@ absl::Status CcdIkJob::Validate() const {
                          " '", skeleton->joint_name(chain[i]), "'): NaN"));
       }
     }
+  }
+  if (!(over_relaxation >= 0.0f && over_relaxation <= kMaxCcdOverRelaxation)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ccd_ik.over_relaxation: ", over_relaxation, " is outside [0, ",
+        kMaxCcdOverRelaxation, "] (0: classic CCD)"));
   }
   if (!std::isfinite(max_step_angle) || max_step_angle < 0.0f) {
     return absl::InvalidArgumentError(
@@ -285,8 +324,8 @@ absl::Status CcdIkJob::Run() const {
       c.AlignChainTo(line);
       res.iterations = 1;
     } else if (plain) {
-      res.iterations =
-          PlainSweeps(c, target, tol2, max_iterations, incremental);
+      res.iterations = PlainSweeps(c, target, tol2, max_iterations, incremental,
+                                   over_relaxation);
     } else {
       const bool plain_steps = max_step_angle == 0.0f;
       bool done = false;

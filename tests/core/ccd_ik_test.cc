@@ -27,12 +27,17 @@ using testing_util::AngleBetween;
 using testing_util::AngleOf;
 using testing_util::BitEqual;
 using testing_util::ChainIndices;
+using testing_util::ChainJob;
 using testing_util::ChainLength;
+using testing_util::ClassicAndRelaxed;
+using testing_util::ExpectOverRelaxationRejected;
 using testing_util::FkPositions;
 using testing_util::FkRotations;
 using testing_util::kPi;
+using testing_util::LongChainCase;
 using testing_util::MakeChainSkeleton;
 using testing_util::RandomRotation;
+using testing_util::SolveClassicAndRelaxed;
 
 struct Fixture : testing_util::TestChain<CcdIkJob> {
   CcdIkJob Job(const Eigen::Vector3f& target, std::vector<Transform>& out,
@@ -97,6 +102,7 @@ TEST(CcdIk, PlainSweepsAgreeWithTheGeneralStepToRounding) {
     IkResult plain_r, general_r;
     CcdIkJob plain = f.MakeJob(target, plain_out, &plain_r, 6);
     plain.tolerance.value = 0.0f;
+    plain.over_relaxation = 0.0f;  // the general step never over-relaxes
     CcdIkJob general = f.MakeJob(target, general_out, &general_r, 6);
     general.tolerance.value = 0.0f;
     general.max_step_angle = 10.0f;  // above pi: never clamps
@@ -115,6 +121,124 @@ TEST(CcdIk, PlainSweepsAgreeWithTheGeneralStepToRounding) {
     EXPECT_NEAR(plain_r.error, general_r.error, 1e-4f * f.length) << t;
   }
   EXPECT_GE(compared, 30);
+}
+
+// Over-relaxed CCD written out independently: `sweeps` sweeps tip to root
+// with the model frames from the test's matrix FK, each joint turned by
+// Eigen's FromTwoVectors; from the second sweep on, every joint's local
+// rotation moves on from where the sweep found it by b times the sweep's
+// change (along the quaternion chord), b = min(relax, rho / (1 - rho)), rho
+// the ratio of the effector's last two errors (ccd_ik.h).
+std::vector<Transform> ReferenceCcd(const Fixture& f,
+                                    const Eigen::Vector3f& target, int sweeps,
+                                    float relax) {
+  std::vector<Transform> pose = f.input;
+  const int tip = f.chain.back();
+  float error = 0.0f, last_error = 0.0f;
+  for (int sweep = 0; sweep < sweeps; ++sweep) {
+    std::vector<Transform> before = pose;
+    for (size_t k = f.chain.size() - 1; k-- > 0;) {
+      const int j = f.chain[k];
+      const std::vector<Eigen::Vector3f> p = FkPositions(f.skeleton, pose);
+      const std::vector<Eigen::Quaternionf> r = FkRotations(f.skeleton, pose);
+      const Eigen::Quaternionf delta =
+          Eigen::Quaternionf::FromTwoVectors(p[tip] - p[j], target - p[j]);
+      pose[j].rotation =
+          (r[f.skeleton.parent(j)].conjugate() * delta * r[j]).normalized();
+    }
+    last_error = error;
+    error = (FkPositions(f.skeleton, pose)[tip] - target).norm();
+    if (sweep >= 1 && sweep + 1 < sweeps && relax > 0.0f &&
+        error < last_error) {
+      const float rho = error / last_error;
+      const float b = std::min(relax, rho / (1.0f - rho));
+      for (size_t k = 0; k + 1 < f.chain.size(); ++k) {
+        const int j = f.chain[k];
+        Eigen::Vector4f from = before[j].rotation.coeffs();
+        const Eigen::Vector4f now = pose[j].rotation.coeffs();
+        if (from.dot(now) < 0.0f) from = -from;
+        pose[j].rotation =
+            Eigen::Quaternionf((now + b * (now - from)).normalized());
+      }
+    }
+  }
+  return pose;
+}
+
+TEST(CcdIk, OverRelaxedSweepsFollowTheReference) {
+  Fixture f;
+  std::mt19937 rng(78);
+  for (int trial = 0; trial < 60; ++trial) {
+    const Eigen::Vector3f target = f.RandomReachable(rng);
+    const int sweeps = 1 + trial % 6;
+    std::vector<Transform> out;
+    IkResult r;
+    CcdIkJob job = f.MakeJob(target, out, &r, sweeps);
+    job.tolerance.value = 0.0f;
+    job.over_relaxation = kDefaultCcdOverRelaxation;
+    ASSERT_TRUE(job.Run().ok());
+    if (r.iterations != sweeps) continue;  // landed exactly: rare
+    const std::vector<Eigen::Vector3f> got = FkPositions(f.skeleton, out);
+    const std::vector<Eigen::Vector3f> want = FkPositions(
+        f.skeleton, ReferenceCcd(f, target, sweeps, kDefaultCcdOverRelaxation));
+    for (int j : f.chain) {
+      EXPECT_LT((got[j] - want[j]).norm(), 1e-3f * f.length)
+          << "trial " << trial << " joint " << j;
+    }
+    ExpectRotationOnly(f, out);
+  }
+}
+
+// Classic against over-relaxed CCD on random reachable targets, solved to
+// 5e-5 of the chain's length in at most 50 sweeps: the total sweeps may be
+// at most `max_sweep_ratio` of classic's, and every target classic reaches
+// is reached.
+void CompareOverRelaxation(const Skeleton& skeleton,
+                           const std::vector<Transform>& input,
+                           const std::vector<int>& chain,
+                           const std::vector<Eigen::Vector3f>& targets,
+                           double max_sweep_ratio) {
+  int classic_sweeps = 0, relaxed_sweeps = 0;
+  int classic_reached = 0, relaxed_reached = 0;
+  for (size_t t = 0; t < targets.size(); ++t) {
+    const CcdIkJob job =
+        ChainJob<CcdIkJob>(skeleton, input, chain, targets[t], 50);
+    const ClassicAndRelaxed r =
+        SolveClassicAndRelaxed(job, kDefaultCcdOverRelaxation);
+    classic_sweeps += r.classic.iterations;
+    relaxed_sweeps += r.relaxed.iterations;
+    classic_reached += r.classic.reached;
+    relaxed_reached += r.relaxed.reached;
+    const std::vector<Eigen::Vector3f> p = FkPositions(skeleton, r.relaxed_out);
+    EXPECT_NEAR((p[chain.back()] - targets[t]).norm(), r.relaxed.error, 1e-5f);
+    for (int j = 0; j < skeleton.num_joints(); ++j) {
+      EXPECT_EQ(r.relaxed_out[j].translation, input[j].translation);
+      EXPECT_NEAR(r.relaxed_out[j].rotation.norm(), 1.0f, 1e-5f);
+    }
+  }
+  EXPECT_GE(relaxed_reached, classic_reached);
+  EXPECT_LE(relaxed_sweeps, max_sweep_ratio * classic_sweeps)
+      << classic_sweeps << " classic, " << relaxed_sweeps << " over-relaxed";
+}
+
+TEST(CcdIk, OverRelaxationNeverSlowsTheShortTestChain) {
+  const Fixture f;
+  CompareOverRelaxation(f.skeleton, f.input, f.chain,
+                        f.RandomReachableTargets(100, 79), 1.0);
+}
+
+TEST(CcdIk, OverRelaxationSavesSweepsOnALongChain) {
+  const LongChainCase c(80);
+  CompareOverRelaxation(c.skeleton, c.input, c.chain, c.targets, 0.67);
+}
+
+TEST(CcdIk, RejectsOverRelaxationOutsideItsRange) {
+  const Fixture f;
+  std::vector<Transform> out;
+  ExpectOverRelaxationRejected(
+      f.Job(Eigen::Vector3f(0.5f, 0.5f, 0.0f), out, nullptr),
+      {-0.1f, 4.5f, std::numeric_limits<float>::quiet_NaN()},
+      "ccd_ik.over_relaxation");
 }
 
 TEST(CcdIk, UnreachableTargetLeavesTheChainStraightAndPointingAtIt) {

@@ -5,13 +5,19 @@
 #ifndef POSEWIRE_TESTS_CORE_CHAIN_IK_TEST_UTIL_H_
 #define POSEWIRE_TESTS_CORE_CHAIN_IK_TEST_UTIL_H_
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <Eigen/Geometry>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/ik_chain.h"
 #include "solver_core/pose.h"
@@ -153,6 +159,23 @@ inline std::vector<Eigen::Vector3f> TestChainBones() {
           {-0.3f, 0.5f, 0.0f}};
 }
 
+// A chain job (FabrikIkJob, CcdIkJob) from `input` toward `target` with a
+// tolerance of 5e-5 of the chain's length; output and result unset.
+template <typename Job>
+Job ChainJob(const Skeleton& skeleton, const std::vector<Transform>& input,
+             const std::vector<int>& chain, const Eigen::Vector3f& target,
+             int max_iterations) {
+  Job job;
+  job.skeleton = &skeleton;
+  job.input = input;
+  job.chain = chain;
+  job.target = target;
+  job.max_iterations = max_iterations;
+  job.tolerance.value =
+      5e-5f * ChainLength(FkPositions(skeleton, input), chain);
+  return job;
+}
+
 template <typename Job>
 struct TestChain {
   Skeleton skeleton = MakeChainSkeleton(TestChainBones());
@@ -169,23 +192,88 @@ struct TestChain {
     return FkPositions(skeleton, other)[chain.back()];
   }
 
+  // `count` of them, from a generator seeded with `seed`.
+  std::vector<Eigen::Vector3f> RandomReachableTargets(int count,
+                                                      uint32_t seed) const {
+    std::mt19937 rng(seed);
+    std::vector<Eigen::Vector3f> targets;
+    for (int t = 0; t < count; ++t) targets.push_back(RandomReachable(rng));
+    return targets;
+  }
+
   // A job from `input` toward `target`, writing `out`, with a tolerance of
   // 5e-5 of the chain length.
   Job MakeJob(const Eigen::Vector3f& target, std::vector<Transform>& out,
               IkResult* result, int max_iterations) const {
     out = input;
-    Job job;
-    job.skeleton = &skeleton;
-    job.input = input;
-    job.chain = chain;
-    job.target = target;
-    job.max_iterations = max_iterations;
-    job.tolerance.value = 5e-5f * length;
+    Job job = ChainJob<Job>(skeleton, input, chain, target, max_iterations);
     job.output = absl::MakeSpan(out);
     job.result = result;
     return job;
   }
 };
+
+// A case for over-relaxation (fabrik_ik.h, ccd_ik.h): a 10-joint chain of
+// unit bones started nearly straight (random turns up to 0.3 rad, where
+// both solvers creep) and 100 reachable targets, the tips of random poses
+// with turns up to 1.2 rad.
+struct LongChainCase {
+  explicit LongChainCase(uint32_t seed) {
+    std::mt19937 rng(seed);
+    for (size_t i = 0; i + 1 < chain.size(); ++i) {
+      input[chain[i]].rotation = RandomRotation(rng, 0.3f);
+    }
+    for (int t = 0; t < 100; ++t) {
+      std::vector<Transform> other = input;
+      for (size_t i = 0; i + 1 < chain.size(); ++i) {
+        other[chain[i]].rotation = RandomRotation(rng, 1.2f);
+      }
+      targets.push_back(FkPositions(skeleton, other)[chain.back()]);
+    }
+  }
+
+  Skeleton skeleton =
+      MakeChainSkeleton(std::vector<Eigen::Vector3f>(9, {0.0f, 1.0f, 0.0f}));
+  std::vector<int> chain = ChainIndices(10);
+  std::vector<Transform> input = RestPose(skeleton);
+  std::vector<Eigen::Vector3f> targets;
+};
+
+// One target solved twice by a chain job (FabrikIkJob, CcdIkJob) set up
+// but for its output and result: classic (over_relaxation 0) and with
+// `relax`.
+struct ClassicAndRelaxed {
+  IkResult classic, relaxed;
+  std::vector<Transform> classic_out, relaxed_out;
+};
+template <typename Job>
+ClassicAndRelaxed SolveClassicAndRelaxed(Job job, float relax) {
+  ClassicAndRelaxed r;
+  r.classic_out.assign(job.input.begin(), job.input.end());
+  r.relaxed_out = r.classic_out;
+  job.over_relaxation = 0.0f;
+  job.output = absl::MakeSpan(r.classic_out);
+  job.result = &r.classic;
+  EXPECT_TRUE(job.Run().ok());
+  job.over_relaxation = relax;
+  job.output = absl::MakeSpan(r.relaxed_out);
+  job.result = &r.relaxed;
+  EXPECT_TRUE(job.Run().ok());
+  return r;
+}
+
+// Expects `job` (valid but for it) to be INVALID_ARGUMENT naming `field`
+// with each of `values` as its over_relaxation.
+template <typename Job>
+void ExpectOverRelaxationRejected(Job job, std::initializer_list<float> values,
+                                  const std::string& field) {
+  for (float r : values) {
+    job.over_relaxation = r;
+    const absl::Status s = job.Run();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << r;
+    EXPECT_THAT(s.message(), ::testing::HasSubstr(field)) << r;
+  }
+}
 
 }  // namespace posewire::testing_util
 

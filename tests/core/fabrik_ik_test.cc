@@ -27,12 +27,17 @@ using testing_util::AngleBetween;
 using testing_util::AngleOf;
 using testing_util::BitEqual;
 using testing_util::ChainIndices;
+using testing_util::ChainJob;
 using testing_util::ChainLength;
+using testing_util::ClassicAndRelaxed;
+using testing_util::ExpectOverRelaxationRejected;
 using testing_util::FkPositions;
 using testing_util::FkRotations;
 using testing_util::kPi;
+using testing_util::LongChainCase;
 using testing_util::MakeChainSkeleton;
 using testing_util::RandomRotation;
+using testing_util::SolveClassicAndRelaxed;
 
 struct Fixture : testing_util::TestChain<FabrikIkJob> {
   FabrikIkJob Job(const Eigen::Vector3f& target, std::vector<Transform>& out,
@@ -203,36 +208,23 @@ void CompareOverRelaxation(const Skeleton& skeleton,
   const float length = ChainLength(FkPositions(skeleton, input), chain);
   int classic_iterations = 0, relaxed_iterations = 0;
   for (size_t t = 0; t < targets.size(); ++t) {
-    IkResult classic, relaxed;
-    std::vector<Transform> classic_out = input, relaxed_out = input;
-    FabrikIkJob job;
-    job.skeleton = &skeleton;
-    job.input = input;
-    job.chain = chain;
-    job.target = targets[t];
-    job.max_iterations = 200;
-    job.tolerance.value = 5e-5f * length;
-    job.over_relaxation = 0.0f;
-    job.output = absl::MakeSpan(classic_out);
-    job.result = &classic;
-    ASSERT_TRUE(job.Run().ok());
-    job.over_relaxation = kDefaultFabrikOverRelaxation;
-    job.output = absl::MakeSpan(relaxed_out);
-    job.result = &relaxed;
-    ASSERT_TRUE(job.Run().ok());
+    const FabrikIkJob job =
+        ChainJob<FabrikIkJob>(skeleton, input, chain, targets[t], 200);
+    const ClassicAndRelaxed r =
+        SolveClassicAndRelaxed(job, kDefaultFabrikOverRelaxation);
     // Both stop when the tip is within the tolerance on positions; the
     // error reported comes from the final pose's rotations and may exceed
     // it by rounding.
-    ASSERT_LE(classic.error, 1.01f * job.tolerance.value) << t;
-    EXPECT_LE(relaxed.error, 1.01f * job.tolerance.value)
-        << t << ": " << relaxed.iterations << " iterations (classic "
-        << classic.iterations << ")";
-    classic_iterations += classic.iterations;
-    relaxed_iterations += relaxed.iterations;
-    const std::vector<Eigen::Vector3f> a = FkPositions(skeleton, classic_out);
-    const std::vector<Eigen::Vector3f> b = FkPositions(skeleton, relaxed_out);
+    ASSERT_LE(r.classic.error, 1.01f * job.tolerance.value) << t;
+    EXPECT_LE(r.relaxed.error, 1.01f * job.tolerance.value)
+        << t << ": " << r.relaxed.iterations << " iterations (classic "
+        << r.classic.iterations << ")";
+    classic_iterations += r.classic.iterations;
+    relaxed_iterations += r.relaxed.iterations;
+    const std::vector<Eigen::Vector3f> a = FkPositions(skeleton, r.classic_out);
+    const std::vector<Eigen::Vector3f> b = FkPositions(skeleton, r.relaxed_out);
     for (int j : chain) EXPECT_LT((a[j] - b[j]).norm(), 0.02f * length) << t;
-    ExpectRotationOnly(skeleton, input, relaxed_out);
+    ExpectRotationOnly(skeleton, input, r.relaxed_out);
   }
   EXPECT_LE(relaxed_iterations, max_iteration_ratio * classic_iterations)
       << classic_iterations << " classic, " << relaxed_iterations
@@ -240,43 +232,23 @@ void CompareOverRelaxation(const Skeleton& skeleton,
 }
 
 TEST(FabrikIk, OverRelaxationNeverSlowsTheShortTestChain) {
-  Fixture f;
-  std::mt19937 rng(79);
-  std::vector<Eigen::Vector3f> targets;
-  for (int t = 0; t < 100; ++t) targets.push_back(f.RandomReachable(rng));
-  CompareOverRelaxation(f.skeleton, f.input, f.chain, targets, 1.0);
+  const Fixture f;
+  CompareOverRelaxation(f.skeleton, f.input, f.chain,
+                        f.RandomReachableTargets(100, 79), 1.0);
 }
 
 TEST(FabrikIk, OverRelaxationSavesIterationsOnALongChain) {
-  const Skeleton skeleton =
-      MakeChainSkeleton(std::vector<Eigen::Vector3f>(9, {0.0f, 1.0f, 0.0f}));
-  const std::vector<int> chain = ChainIndices(10);
-  std::mt19937 rng(80);
-  std::vector<Transform> input = RestPose(skeleton);
-  for (size_t i = 0; i + 1 < chain.size(); ++i) {
-    input[chain[i]].rotation = RandomRotation(rng, 0.3f);
-  }
-  std::vector<Eigen::Vector3f> targets;
-  for (int t = 0; t < 100; ++t) {
-    std::vector<Transform> other = input;
-    for (size_t i = 0; i + 1 < chain.size(); ++i) {
-      other[chain[i]].rotation = RandomRotation(rng, 1.2f);
-    }
-    targets.push_back(FkPositions(skeleton, other)[chain.back()]);
-  }
-  CompareOverRelaxation(skeleton, input, chain, targets, 0.67);
+  const LongChainCase c(80);
+  CompareOverRelaxation(c.skeleton, c.input, c.chain, c.targets, 0.67);
 }
 
 TEST(FabrikIk, RejectsOverRelaxationOutsideItsRange) {
-  Fixture f;
+  const Fixture f;
   std::vector<Transform> out;
-  for (float r : {-0.1f, 1.0f, 2.0f, std::numeric_limits<float>::quiet_NaN()}) {
-    FabrikIkJob job = f.Job(Eigen::Vector3f(0.5f, 0.5f, 0.0f), out, nullptr);
-    job.over_relaxation = r;
-    const absl::Status s = job.Run();
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << r;
-    EXPECT_THAT(s.message(), HasSubstr("fabrik_ik.over_relaxation")) << r;
-  }
+  ExpectOverRelaxationRejected(
+      f.Job(Eigen::Vector3f(0.5f, 0.5f, 0.0f), out, nullptr),
+      {-0.1f, 1.0f, 2.0f, std::numeric_limits<float>::quiet_NaN()},
+      "fabrik_ik.over_relaxation");
 }
 
 TEST(FabrikIk, UnreachableTargetStraightensTheChainTowardItInOnePass) {

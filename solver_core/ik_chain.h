@@ -113,6 +113,21 @@ Eigen::Vector3f AnyPerpendicular(const Eigen::Vector3f& v);
 Eigen::Quaternionf HalfwayRotation(const Eigen::Vector3f& from,
                                    const Eigen::Vector3f& to);
 
+#if defined(__SSE2__)
+// TurnedLocalRotation on quaternions held as SSE rows (x, y, z, w), for
+// loops that keep their rotations in registers.
+inline __m128 TurnedLocalRotationRow(__m128 parent, __m128 delta,
+                                     __m128 model) {
+  namespace ti = transform_internal;
+  const __m128 parent_conj =
+      _mm_xor_ps(parent, _mm_setr_ps(-0.0f, -0.0f, -0.0f, 0.0f));
+  const __m128 l =
+      ti::MultiplyRows(parent_conj, ti::MultiplyRows(delta, model));
+  return _mm_mul_ps(
+      l, _mm_set1_ps(InverseLength(_mm_cvtss_f32(simd::Dot4(l, l)))));
+}
+#endif
+
 // The local rotation of a joint with model rotation `model`, under a parent
 // with model rotation `parent`, after a model-space turn `delta` (any
 // nonzero length, e.g. a HalfwayRotation): normalised conj(parent) *
@@ -123,17 +138,11 @@ inline Eigen::Quaternionf TurnedLocalRotation(const Eigen::Quaternionf& parent,
                                               const Eigen::Quaternionf& delta,
                                               const Eigen::Quaternionf& model) {
 #if defined(__SSE2__)
-  namespace ti = transform_internal;
-  const __m128 parent_conj = _mm_xor_ps(_mm_loadu_ps(parent.coeffs().data()),
-                                        _mm_setr_ps(-0.0f, -0.0f, -0.0f, 0.0f));
-  const __m128 l = ti::MultiplyRows(
-      parent_conj, ti::MultiplyRows(_mm_loadu_ps(delta.coeffs().data()),
-                                    _mm_loadu_ps(model.coeffs().data())));
   Eigen::Quaternionf out;
-  _mm_storeu_ps(
-      out.coeffs().data(),
-      _mm_mul_ps(l,
-                 _mm_set1_ps(InverseLength(_mm_cvtss_f32(simd::Dot4(l, l))))));
+  _mm_storeu_ps(out.coeffs().data(),
+                TurnedLocalRotationRow(_mm_loadu_ps(parent.coeffs().data()),
+                                       _mm_loadu_ps(delta.coeffs().data()),
+                                       _mm_loadu_ps(model.coeffs().data())));
   return out;
 #else
   const Eigen::Quaternionf l = transform_internal::Multiply(

@@ -587,14 +587,14 @@ void SolveAndWrite(Problem& pb, float weight, absl::Span<Transform> output,
 }
 
 // Field names of one job, as literals: validation builds no string unless
-// it fails.
+// it fails. String views, so no call measures a name's length at run time.
 struct JobFields {
-  const char* skeleton;
-  const char* input;
-  const char* output;
-  const char* max_iterations;
-  const char* tolerance;
-  const char* weight;
+  absl::string_view skeleton;
+  absl::string_view input;
+  absl::string_view output;
+  absl::string_view max_iterations;
+  absl::string_view tolerance;
+  absl::string_view weight;
 };
 
 absl::Status ValidateCommon(const Skeleton* skeleton,

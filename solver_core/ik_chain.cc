@@ -107,8 +107,10 @@ float SkeletonSize(const Skeleton& skeleton) {
   return (hi - lo).norm();
 }
 
-absl::Status ValidateTolerance(const IkTolerance& tolerance,
-                               absl::string_view field) {
+namespace ik_internal {
+
+absl::Status ToleranceError(const IkTolerance& tolerance,
+                            absl::string_view field) {
   if (!std::isfinite(tolerance.value) || tolerance.value < 0.0f) {
     return absl::InvalidArgumentError(absl::StrCat(
         field, ".value: ", tolerance.value, " must be finite and >= 0"));
@@ -121,6 +123,22 @@ absl::Status ValidateTolerance(const IkTolerance& tolerance,
   }
   return absl::OkStatus();
 }
+
+absl::Status IterationsError(int iterations, absl::string_view field) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": ", iterations, " is outside [0, ", kMaxIkIterations, "]"));
+}
+
+absl::Status FiniteVectorError(absl::string_view field) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": NaN or infinite component"));
+}
+
+absl::Status WeightError(absl::string_view field) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": NaN"));
+}
+
+}  // namespace ik_internal
 
 float ResolveTolerance(const IkTolerance& tolerance, const Skeleton& skeleton) {
   if (!tolerance.relative_to_skeleton) return tolerance.value;
@@ -151,30 +169,6 @@ absl::Status ValidateChain(const Skeleton& skeleton,
           "); list the chain root to tip, each joint the parent of the "
           "next"));
     }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateIterations(int iterations, absl::string_view field) {
-  if (iterations < 0 || iterations > kMaxIkIterations) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": ", iterations, " is outside [0, ", kMaxIkIterations, "]"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateFiniteVector(const Eigen::Vector3f& v,
-                                  absl::string_view field) {
-  if (!v.allFinite()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": NaN or infinite component"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateWeight(float weight, absl::string_view field) {
-  if (std::isnan(weight)) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": NaN"));
   }
   return absl::OkStatus();
 }

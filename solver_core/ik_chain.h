@@ -31,7 +31,9 @@
 #define POSEWIRE_SOLVER_CORE_IK_CHAIN_H_
 
 #include <Eigen/Geometry>
+#include <cmath>
 
+#include "absl/base/optimization.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -72,9 +74,27 @@ struct IkTolerance {
 // positions (seed 004 uses the skeleton's bounding box as its size).
 float SkeletonSize(const Skeleton& skeleton);
 
+namespace ik_internal {
+// The error halves of the checks below, out of line: only bad input reaches
+// them, and the checks inline to a few compares on the good path.
+absl::Status ToleranceError(const IkTolerance& tolerance,
+                            absl::string_view field);
+absl::Status IterationsError(int iterations, absl::string_view field);
+absl::Status FiniteVectorError(absl::string_view field);
+absl::Status WeightError(absl::string_view field);
+}  // namespace ik_internal
+
 // Checks `tolerance`: value and skeleton_size finite and >= 0.
-absl::Status ValidateTolerance(const IkTolerance& tolerance,
-                               absl::string_view field);
+inline absl::Status ValidateTolerance(const IkTolerance& tolerance,
+                                      absl::string_view field) {
+  if (ABSL_PREDICT_TRUE(std::isfinite(tolerance.value) &&
+                        tolerance.value >= 0.0f &&
+                        std::isfinite(tolerance.skeleton_size) &&
+                        tolerance.skeleton_size >= 0.0f)) {
+    return absl::OkStatus();
+  }
+  return ik_internal::ToleranceError(tolerance, field);
+}
 
 // The distance tolerance `tolerance` stands for on `skeleton`.
 float ResolveTolerance(const IkTolerance& tolerance, const Skeleton& skeleton);
@@ -88,15 +108,27 @@ absl::Status ValidateChain(const Skeleton& skeleton,
                            absl::string_view field);
 
 // Checks an iteration cap: within [0, kMaxIkIterations].
-absl::Status ValidateIterations(int iterations, absl::string_view field);
+inline absl::Status ValidateIterations(int iterations,
+                                       absl::string_view field) {
+  if (ABSL_PREDICT_TRUE(iterations >= 0 && iterations <= kMaxIkIterations)) {
+    return absl::OkStatus();
+  }
+  return ik_internal::IterationsError(iterations, field);
+}
 
 // Checks a point or direction: every component finite.
-absl::Status ValidateFiniteVector(const Eigen::Vector3f& v,
-                                  absl::string_view field);
+inline absl::Status ValidateFiniteVector(const Eigen::Vector3f& v,
+                                         absl::string_view field) {
+  if (ABSL_PREDICT_TRUE(v.allFinite())) return absl::OkStatus();
+  return ik_internal::FiniteVectorError(field);
+}
 
 // Checks a weight: not NaN (values outside [0, 1] are clamped, as
 // ozz-animation does).
-absl::Status ValidateWeight(float weight, absl::string_view field);
+inline absl::Status ValidateWeight(float weight, absl::string_view field) {
+  if (ABSL_PREDICT_TRUE(!std::isnan(weight))) return absl::OkStatus();
+  return ik_internal::WeightError(field);
+}
 
 inline float ClampWeight(float w) {
   return w < 0.0f ? 0.0f : (w > 1.0f ? 1.0f : w);

@@ -278,19 +278,20 @@ void IkChain::Finish(const Skeleton& skeleton,
   // One pass over raw arrays (InlinedVector's operator[] tests where its
   // storage lives on every access): each node's local and model transform,
   // then its bone from the parent's model transform, which is already final.
+  const Transform* in = pose.data();
   const int* joints = joints_.data();
   const int* parents = parents_.data();
   Transform* local = local_.data();
   Transform* model = model_.data();
   Eigen::Vector3f* offsets = offsets_.data();
   float* lengths = lengths_.data();
-  CopyTransform(pose[joints[0]], local);
+  CopyTransform(in[joints[0]], local);
   CombineTo(base_, local[0], model);
   offsets[0] = Eigen::Vector3f::Zero();
   lengths[0] = 0.0f;
   float total_length = 0.0f;
   for (int i = 1; i < n; ++i) {
-    CopyTransform(pose[joints[i]], local + i);
+    CopyTransform(in[joints[i]], local + i);
     const Transform& parent = model[parents[i]];
     CombineTo(parent, local[i], model + i);
     offsets[i] = parent.scale.cwiseProduct(local[i].translation);

@@ -289,7 +289,9 @@ absl::Status CcdIkJob::Run() const {
   if (any_limit) c.UpdateModel(0);
 
   const LimitNudge* nudge_ptr = nudge ? &nudge_params : nullptr;
-  const Eigen::Vector3f fallback = fallback_axis.normalized();
+  // Only the hinge fallback reads it: no square root and division otherwise.
+  const Eigen::Vector3f fallback =
+      hinge_fallback ? fallback_axis.normalized() : Eigen::Vector3f::UnitX();
   Eigen::Vector3f tip_pos = c.position(tip);
   // Squared distances inside the loop: no square root per step.
   const float tol2 = tol * tol;

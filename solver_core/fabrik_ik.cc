@@ -62,6 +62,10 @@ struct Problem {
   float tolerance = 0.0f;
   // FabrikIkJob::over_relaxation (0 for trees).
   float over_relaxation = 0.0f;
+  // A chain with no limit table and no plane: Solve takes its fast path,
+  // which reads none of the per-node tables above, so they are left empty
+  // (filling them was a measurable part of a short solve).
+  bool plain_chain = false;
 
   int num_children(int i) const { return child_begin[i + 1] - child_begin[i]; }
 };
@@ -75,22 +79,30 @@ class FabrikSolver {
   int Solve() {
     const int n = c_.size();
     bool any_limit = false;
-    for (int i = 0; i < n; ++i) {
-      if (pb_.limit[i] != nullptr) {
-        c_.set_local_rotation(
-            i, ApplyJointLimit(*pb_.limit[i], c_.local(i).rotation));
-        any_limit = true;
+    bool is_chain = true;
+    if (!pb_.plain_chain) {
+      // Raw arrays: InlinedVector's operator[] tests where its storage lives
+      // on every access.
+      const JointLimit* const* limits = pb_.limit.data();
+      const int* child_begin = pb_.child_begin.data();
+      for (int i = 0; i < n; ++i) {
+        if (limits[i] != nullptr) {
+          c_.set_local_rotation(
+              i, ApplyJointLimit(*limits[i], c_.local(i).rotation));
+          any_limit = true;
+        }
+        is_chain &= child_begin[i + 1] - child_begin[i] <= 1;
       }
     }
     if (any_limit) c_.UpdateModel(0);
-    bool is_chain = true;
-    for (int i = 0; i < n; ++i) is_chain &= pb_.num_children(i) <= 1;
     rotational_ = any_limit || !is_chain;
 
     fast_ = !rotational_ && is_chain && !pb_.planar;
     const bool relax = fast_ && pb_.over_relaxation > 0.0f;
     p_.resize(n);
-    for (int i = 0; i < n; ++i) p_[i] = c_.position(i);
+    const Transform* models = c_.models();
+    Eigen::Vector3f* p = p_.data();
+    for (int i = 0; i < n; ++i) p[i] = models[i].translation;
     if (!fast_) {
       // Fallback directions for joints that land on their neighbour. The
       // fast path computes them on demand (it never needs them in practice).
@@ -620,15 +632,38 @@ void SolveAndWrite(Problem& pb, float weight, absl::Span<Transform> output,
   if (result != nullptr) *result = res;
 }
 
+// `v` resized to `size` value-initialised entries; its storage, to fill
+// without InlinedVector's per-access test of where the storage lives.
+template <typename T, size_t kInline>
+T* ResizedData(absl::InlinedVector<T, kInline>& v, size_t size) {
+  v.resize(size);
+  return v.data();
+}
+
+// The per-node tables of a chain of n nodes (each node the parent of the
+// next, the tip the only effector, at full pull), with no limits yet.
+void DescribeChain(int n, Problem& pb) {
+  int* child_begin = ResizedData(pb.child_begin, n + 1);
+  for (int i = 0; i <= n; ++i) child_begin[i] = std::min(i, n - 1);
+  int* children = ResizedData(pb.children, n - 1);
+  for (int i = 0; i + 1 < n; ++i) children[i] = i + 1;
+  pb.limit.resize(n);
+  float* pull = ResizedData(pb.pull, n);
+  for (int i = 0; i < n; ++i) pull[i] = 1.0f;
+  int* effector_of = ResizedData(pb.effector_of, n);
+  for (int i = 0; i + 1 < n; ++i) effector_of[i] = -1;
+  effector_of[n - 1] = 0;
+}
+
 // Field names of one job, as literals: validation builds no string unless
-// it fails.
+// it fails. String views, so no call measures a name's length at run time.
 struct JobFields {
-  const char* skeleton;
-  const char* input;
-  const char* output;
-  const char* max_iterations;
-  const char* tolerance;
-  const char* weight;
+  absl::string_view skeleton;
+  absl::string_view input;
+  absl::string_view output;
+  absl::string_view max_iterations;
+  absl::string_view tolerance;
+  absl::string_view weight;
 };
 
 absl::Status ValidateCommon(const Skeleton* skeleton,
@@ -751,23 +786,23 @@ absl::Status FabrikIkJob::Run() const {
   const int n = c.size();
   Problem pb;
   pb.c = &c;
-  pb.child_begin.resize(n + 1);
-  for (int i = 0; i <= n; ++i) pb.child_begin[i] = std::min(i, n - 1);
-  pb.children.resize(n - 1);
-  for (int i = 0; i + 1 < n; ++i) pb.children[i] = i + 1;
-  pb.limit.resize(n);
-  for (int i = 0; i < n; ++i) {
-    pb.limit[i] = i + 1 < n ? FindJointLimit(limits, chain[i]) : nullptr;
-  }
-  pb.pull.assign(n, 1.0f);
-  pb.effector_of.assign(n, -1);
-  pb.effector_of[n - 1] = 0;
   pb.effector_nodes.push_back(n - 1);
   pb.targets.push_back(target);
   if (plane_normal.squaredNorm() > 0.0f) {
     pb.planar = true;
     pb.normal = plane_normal.normalized();
     pb.planar_limits = planar_limits;
+  }
+  pb.plain_chain = limits.empty() && !pb.planar;
+  if (!pb.plain_chain) {
+    DescribeChain(n, pb);
+    if (!limits.empty()) {
+      // Resized to nullptr entries; the tip's limit stays unused.
+      const JointLimit** limit = pb.limit.data();
+      for (int i = 0; i + 1 < n; ++i) {
+        limit[i] = FindJointLimit(limits, chain[i]);
+      }
+    }
   }
   pb.max_iterations = max_iterations;
   pb.tolerance = ResolveTolerance(tolerance, *skeleton);

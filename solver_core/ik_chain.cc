@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/quaternion_math.h"
 
@@ -18,7 +19,76 @@ Eigen::Quaternionf Normalized(const Eigen::Quaternionf& q) {
   return Eigen::Quaternionf(q.coeffs() * (1.0f / q.coeffs().norm()));
 }
 
+// *to = from, as three 16-byte rows (padding included) where the layout
+// allows: three loads and stores instead of Eigen's member-wise copy.
+inline void CopyTransform(const Transform& from, Transform* to) {
+#if defined(__SSE2__)
+  if constexpr (transform_internal::kRowLayout) {
+    const float* f = reinterpret_cast<const float*>(&from);
+    float* t = reinterpret_cast<float*>(to);
+    _mm_storeu_ps(t, _mm_loadu_ps(f));
+    _mm_storeu_ps(t + 4, _mm_loadu_ps(f + 4));
+    _mm_storeu_ps(t + 8, _mm_loadu_ps(f + 8));
+    return;
+  }
+#endif
+  *to = from;
+}
+
 }  // namespace
+
+#if defined(__SSE2__)
+namespace {
+
+// transform_internal::Multiply(p, q) on quaternion rows, bit for bit. (The
+// terms are MultiplyRows', but its w lane sums a + (-b + -c) where Multiply
+// computes a - (b + c); the two differ in the sign of an exactly zero w. Here
+// the w lane of the second half is summed unnegated and negated after.)
+__m128 MultiplyRowsAsScalar(__m128 p, __m128 q) {
+  const __m128 px = simd::Splat<0>(p);
+  const __m128 py = simd::Splat<1>(p);
+  const __m128 pz = simd::Splat<2>(p);
+  const __m128 pw = simd::Splat<3>(p);
+  // Lanes x, y, z, w: (w, -z, y, -x), (z, w, -x, y), (-y, x, w, z).
+  const __m128 qb = _mm_xor_ps(_mm_shuffle_ps(q, q, _MM_SHUFFLE(0, 1, 2, 3)),
+                               _mm_set_ps(-0.0f, 0.0f, -0.0f, 0.0f));
+  const __m128 qc = _mm_xor_ps(_mm_shuffle_ps(q, q, _MM_SHUFFLE(1, 0, 3, 2)),
+                               _mm_set_ps(0.0f, -0.0f, 0.0f, 0.0f));
+  const __m128 qd = _mm_xor_ps(_mm_shuffle_ps(q, q, _MM_SHUFFLE(2, 3, 0, 1)),
+                               _mm_set_ps(0.0f, 0.0f, 0.0f, -0.0f));
+  const __m128 first = _mm_add_ps(_mm_mul_ps(pw, q), _mm_mul_ps(px, qb));
+  const __m128 second = _mm_add_ps(_mm_mul_ps(py, qc), _mm_mul_ps(pz, qd));
+  return _mm_add_ps(first,
+                    _mm_xor_ps(second, _mm_set_ps(-0.0f, 0.0f, 0.0f, 0.0f)));
+}
+
+// HalfwayRotation of two 3-vector rows (lane 3 zero) as a quaternion row
+// (x, y, z, w). The everyday branch is computed here with the same operations
+// (Dot3 sums in Eigen's order, CrossRows is Eigen's cross); every other
+// magnitude, and antiparallel vectors, go to HalfwayRotation itself, so the
+// bits are HalfwayRotation's in every case.
+__m128 HalfwayRotationRow(__m128 from, __m128 to) {
+  const float ff = _mm_cvtss_f32(simd::Dot3(from, from));
+  const float tt = _mm_cvtss_f32(simd::Dot3(to, to));
+  const float ft = ff * tt;
+  if (ABSL_PREDICT_TRUE(ff > 1e-40f && tt > 1e-40f && ft > 1e-30f &&
+                        ft < 1e30f)) {
+    const float m = std::sqrt(ft);
+    const float d = _mm_cvtss_f32(simd::Dot3(from, to));
+    if (ABSL_PREDICT_TRUE(!(d < (-1.0f + 1e-6f) * m))) {
+      const __m128 lane_w = _mm_castsi128_ps(_mm_setr_epi32(0, 0, 0, -1));
+      const __m128 cross =
+          _mm_andnot_ps(lane_w, transform_internal::CrossRows(from, to));
+      return _mm_or_ps(cross, _mm_and_ps(lane_w, _mm_set1_ps(m + d)));
+    }
+  }
+  const Eigen::Quaternionf q =
+      HalfwayRotation(simd::ToVector3(from), simd::ToVector3(to));
+  return _mm_loadu_ps(q.coeffs().data());
+}
+
+}  // namespace
+#endif
 
 float SkeletonSize(const Skeleton& skeleton) {
   const int n = skeleton.num_joints();
@@ -37,8 +107,10 @@ float SkeletonSize(const Skeleton& skeleton) {
   return (hi - lo).norm();
 }
 
-absl::Status ValidateTolerance(const IkTolerance& tolerance,
-                               absl::string_view field) {
+namespace ik_internal {
+
+absl::Status ToleranceError(const IkTolerance& tolerance,
+                            absl::string_view field) {
   if (!std::isfinite(tolerance.value) || tolerance.value < 0.0f) {
     return absl::InvalidArgumentError(absl::StrCat(
         field, ".value: ", tolerance.value, " must be finite and >= 0"));
@@ -51,6 +123,22 @@ absl::Status ValidateTolerance(const IkTolerance& tolerance,
   }
   return absl::OkStatus();
 }
+
+absl::Status IterationsError(int iterations, absl::string_view field) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": ", iterations, " is outside [0, ", kMaxIkIterations, "]"));
+}
+
+absl::Status FiniteVectorError(absl::string_view field) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": NaN or infinite component"));
+}
+
+absl::Status WeightError(absl::string_view field) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": NaN"));
+}
+
+}  // namespace ik_internal
 
 float ResolveTolerance(const IkTolerance& tolerance, const Skeleton& skeleton) {
   if (!tolerance.relative_to_skeleton) return tolerance.value;
@@ -81,30 +169,6 @@ absl::Status ValidateChain(const Skeleton& skeleton,
           "); list the chain root to tip, each joint the parent of the "
           "next"));
     }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateIterations(int iterations, absl::string_view field) {
-  if (iterations < 0 || iterations > kMaxIkIterations) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": ", iterations, " is outside [0, ", kMaxIkIterations, "]"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateFiniteVector(const Eigen::Vector3f& v,
-                                  absl::string_view field) {
-  if (!v.allFinite()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": NaN or infinite component"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateWeight(float weight, absl::string_view field) {
-  if (std::isnan(weight)) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": NaN"));
   }
   return absl::OkStatus();
 }
@@ -180,10 +244,10 @@ void IkChain::GatherChain(const Skeleton& skeleton,
                           absl::Span<const Transform> pose,
                           absl::Span<const int> chain) {
   joints_.assign(chain.begin(), chain.end());
-  parents_.resize(chain.size());
-  for (size_t i = 0; i < chain.size(); ++i) {
-    parents_[i] = static_cast<int>(i) - 1;
-  }
+  const int n = static_cast<int>(chain.size());
+  parents_.resize(n);
+  int* parents = parents_.data();
+  for (int i = 0; i < n; ++i) parents[i] = i - 1;
   Finish(skeleton, pose);
 }
 
@@ -211,16 +275,30 @@ void IkChain::Finish(const Skeleton& skeleton,
   model_.resize(n);
   offsets_.resize(n);
   lengths_.resize(n);
-  for (int i = 0; i < n; ++i) local_[i] = pose[joints_[i]];
-  UpdateModel(0);
-  total_length_ = 0.0f;
-  offsets_[0] = Eigen::Vector3f::Zero();
-  lengths_[0] = 0.0f;
+  // One pass over raw arrays (InlinedVector's operator[] tests where its
+  // storage lives on every access): each node's local and model transform,
+  // then its bone from the parent's model transform, which is already final.
+  const Transform* in = pose.data();
+  const int* joints = joints_.data();
+  const int* parents = parents_.data();
+  Transform* local = local_.data();
+  Transform* model = model_.data();
+  Eigen::Vector3f* offsets = offsets_.data();
+  float* lengths = lengths_.data();
+  CopyTransform(in[joints[0]], local);
+  CombineTo(base_, local[0], model);
+  offsets[0] = Eigen::Vector3f::Zero();
+  lengths[0] = 0.0f;
+  float total_length = 0.0f;
   for (int i = 1; i < n; ++i) {
-    offsets_[i] = model_[parents_[i]].scale.cwiseProduct(local_[i].translation);
-    lengths_[i] = offsets_[i].norm();
-    total_length_ += lengths_[i];
+    CopyTransform(in[joints[i]], local + i);
+    const Transform& parent = model[parents[i]];
+    CombineTo(parent, local[i], model + i);
+    offsets[i] = parent.scale.cwiseProduct(local[i].translation);
+    lengths[i] = offsets[i].norm();
+    total_length += lengths[i];
   }
+  total_length_ = total_length;
 }
 
 void IkChain::SetModelRotation(int i, const Eigen::Quaternionf& r) {
@@ -247,6 +325,27 @@ void IkChain::AlignChainTo(absl::Span<const Eigen::Vector3f> targets) {
   Transform* local = local_.data();
   Transform* model = model_.data();
   const Eigen::Vector3f* offsets = offsets_.data();
+#if defined(__SSE2__)
+  // The loop below on SSE rows: the same operations in the same order
+  // (RotateRow is Eigen's quaternion-vector product), with the parent's
+  // model rotation carried in a register from one bone to the next.
+  namespace ti = transform_internal;
+  __m128 parent_rotation = _mm_loadu_ps(base_.rotation.coeffs().data());
+  for (int i = 0; i + 1 < n; ++i) {
+    const __m128 rotation = _mm_loadu_ps(model[i].rotation.coeffs().data());
+    const __m128 bone =
+        ti::RotateRow(rotation, simd::LoadVector3(offsets[i + 1]));
+    const __m128 wanted =
+        _mm_sub_ps(simd::LoadVector3(targets[i + 1]),
+                   ti::LoadRowXyz(model[i].translation.data()));
+    const __m128 turned = TurnedLocalRotationRow(
+        parent_rotation, HalfwayRotationRow(bone, wanted), rotation);
+    _mm_storeu_ps(local[i].rotation.coeffs().data(), turned);
+    parent_rotation = MultiplyRowsAsScalar(parent_rotation, turned);
+    _mm_storeu_ps(model[i].rotation.coeffs().data(), parent_rotation);
+    CombineTo(model[i], local[i + 1], model + i + 1);
+  }
+#else
   for (int i = 0; i + 1 < n; ++i) {
     // model[i] is current: its parent was aligned and refreshed above.
     const Eigen::Quaternionf rp =
@@ -260,11 +359,15 @@ void IkChain::AlignChainTo(absl::Span<const Eigen::Vector3f> targets) {
     model[i].rotation = transform_internal::Multiply(rp, local[i].rotation);
     CombineTo(model[i], local[i + 1], model + i + 1);
   }
+#endif
 }
 
 void IkChain::ScatterRotations(absl::Span<Transform> pose) const {
-  for (int i = 0; i < size(); ++i)
-    pose[joints_[i]].rotation = local_[i].rotation;
+  const int n = size();
+  const int* joints = joints_.data();
+  const Transform* local = local_.data();
+  Transform* out = pose.data();
+  for (int i = 0; i < n; ++i) out[joints[i]].rotation = local[i].rotation;
 }
 
 void BlendIkRotations(absl::Span<const Eigen::Quaternionf> from,
@@ -278,7 +381,9 @@ void BlendIkRotations(absl::Span<const Eigen::Quaternionf> from,
 
 void CopyPose(absl::Span<const Transform> input, absl::Span<Transform> output) {
   if (input.data() == output.data()) return;
-  std::copy(input.begin(), input.end(), output.begin());
+  const Transform* from = input.data();
+  Transform* to = output.data();
+  for (size_t j = 0; j < input.size(); ++j) CopyTransform(from[j], to + j);
 }
 
 }  // namespace posewire

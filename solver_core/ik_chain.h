@@ -31,7 +31,9 @@
 #define POSEWIRE_SOLVER_CORE_IK_CHAIN_H_
 
 #include <Eigen/Geometry>
+#include <cmath>
 
+#include "absl/base/optimization.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -72,9 +74,27 @@ struct IkTolerance {
 // positions (seed 004 uses the skeleton's bounding box as its size).
 float SkeletonSize(const Skeleton& skeleton);
 
+namespace ik_internal {
+// The error halves of the checks below, out of line: only bad input reaches
+// them, and the checks inline to a few compares on the good path.
+absl::Status ToleranceError(const IkTolerance& tolerance,
+                            absl::string_view field);
+absl::Status IterationsError(int iterations, absl::string_view field);
+absl::Status FiniteVectorError(absl::string_view field);
+absl::Status WeightError(absl::string_view field);
+}  // namespace ik_internal
+
 // Checks `tolerance`: value and skeleton_size finite and >= 0.
-absl::Status ValidateTolerance(const IkTolerance& tolerance,
-                               absl::string_view field);
+inline absl::Status ValidateTolerance(const IkTolerance& tolerance,
+                                      absl::string_view field) {
+  if (ABSL_PREDICT_TRUE(std::isfinite(tolerance.value) &&
+                        tolerance.value >= 0.0f &&
+                        std::isfinite(tolerance.skeleton_size) &&
+                        tolerance.skeleton_size >= 0.0f)) {
+    return absl::OkStatus();
+  }
+  return ik_internal::ToleranceError(tolerance, field);
+}
 
 // The distance tolerance `tolerance` stands for on `skeleton`.
 float ResolveTolerance(const IkTolerance& tolerance, const Skeleton& skeleton);
@@ -88,15 +108,27 @@ absl::Status ValidateChain(const Skeleton& skeleton,
                            absl::string_view field);
 
 // Checks an iteration cap: within [0, kMaxIkIterations].
-absl::Status ValidateIterations(int iterations, absl::string_view field);
+inline absl::Status ValidateIterations(int iterations,
+                                       absl::string_view field) {
+  if (ABSL_PREDICT_TRUE(iterations >= 0 && iterations <= kMaxIkIterations)) {
+    return absl::OkStatus();
+  }
+  return ik_internal::IterationsError(iterations, field);
+}
 
 // Checks a point or direction: every component finite.
-absl::Status ValidateFiniteVector(const Eigen::Vector3f& v,
-                                  absl::string_view field);
+inline absl::Status ValidateFiniteVector(const Eigen::Vector3f& v,
+                                         absl::string_view field) {
+  if (ABSL_PREDICT_TRUE(v.allFinite())) return absl::OkStatus();
+  return ik_internal::FiniteVectorError(field);
+}
 
 // Checks a weight: not NaN (values outside [0, 1] are clamped, as
 // ozz-animation does).
-absl::Status ValidateWeight(float weight, absl::string_view field);
+inline absl::Status ValidateWeight(float weight, absl::string_view field) {
+  if (ABSL_PREDICT_TRUE(!std::isnan(weight))) return absl::OkStatus();
+  return ik_internal::WeightError(field);
+}
 
 inline float ClampWeight(float w) {
   return w < 0.0f ? 0.0f : (w > 1.0f ? 1.0f : w);
@@ -113,6 +145,21 @@ Eigen::Vector3f AnyPerpendicular(const Eigen::Vector3f& v);
 Eigen::Quaternionf HalfwayRotation(const Eigen::Vector3f& from,
                                    const Eigen::Vector3f& to);
 
+#if defined(__SSE2__)
+// TurnedLocalRotation on quaternions held as SSE rows (x, y, z, w), for
+// loops that keep their rotations in registers.
+inline __m128 TurnedLocalRotationRow(__m128 parent, __m128 delta,
+                                     __m128 model) {
+  namespace ti = transform_internal;
+  const __m128 parent_conj =
+      _mm_xor_ps(parent, _mm_setr_ps(-0.0f, -0.0f, -0.0f, 0.0f));
+  const __m128 l =
+      ti::MultiplyRows(parent_conj, ti::MultiplyRows(delta, model));
+  return _mm_mul_ps(
+      l, _mm_set1_ps(InverseLength(_mm_cvtss_f32(simd::Dot4(l, l)))));
+}
+#endif
+
 // The local rotation of a joint with model rotation `model`, under a parent
 // with model rotation `parent`, after a model-space turn `delta` (any
 // nonzero length, e.g. a HalfwayRotation): normalised conj(parent) *
@@ -123,17 +170,11 @@ inline Eigen::Quaternionf TurnedLocalRotation(const Eigen::Quaternionf& parent,
                                               const Eigen::Quaternionf& delta,
                                               const Eigen::Quaternionf& model) {
 #if defined(__SSE2__)
-  namespace ti = transform_internal;
-  const __m128 parent_conj = _mm_xor_ps(_mm_loadu_ps(parent.coeffs().data()),
-                                        _mm_setr_ps(-0.0f, -0.0f, -0.0f, 0.0f));
-  const __m128 l = ti::MultiplyRows(
-      parent_conj, ti::MultiplyRows(_mm_loadu_ps(delta.coeffs().data()),
-                                    _mm_loadu_ps(model.coeffs().data())));
   Eigen::Quaternionf out;
-  _mm_storeu_ps(
-      out.coeffs().data(),
-      _mm_mul_ps(l,
-                 _mm_set1_ps(InverseLength(_mm_cvtss_f32(simd::Dot4(l, l))))));
+  _mm_storeu_ps(out.coeffs().data(),
+                TurnedLocalRotationRow(_mm_loadu_ps(parent.coeffs().data()),
+                                       _mm_loadu_ps(delta.coeffs().data()),
+                                       _mm_loadu_ps(model.coeffs().data())));
   return out;
 #else
   const Eigen::Quaternionf l = transform_internal::Multiply(

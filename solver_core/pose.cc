@@ -61,15 +61,16 @@ absl::Status ValidatePose(const Skeleton& skeleton,
   return absl::OkStatus();
 }
 
-absl::Status CheckNoPartialOverlap(absl::Span<const Transform> output,
-                                   absl::string_view output_field,
-                                   absl::Span<const Transform> input,
-                                   absl::string_view input_field) {
-  if (!OverlapsWithoutAliasing(output, input)) return absl::OkStatus();
+namespace pose_internal {
+
+absl::Status PartialOverlapError(absl::string_view output_field,
+                                 absl::string_view input_field) {
   return absl::InvalidArgumentError(absl::StrCat(
       output_field, ": overlaps ", input_field,
       " without being the same span (pass the same span to work in place, or "
       "separate memory)"));
 }
+
+}  // namespace pose_internal
 
 }  // namespace posewire

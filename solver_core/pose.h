@@ -63,10 +63,19 @@ inline bool OverlapsWithoutAliasing(absl::Span<const Transform> output,
 // OverlapsWithoutAliasing, e.g. "blending.output: overlaps
 // blending.layers[1].transform without being the same span (pass the same span
 // to work in place, or separate memory)".
-absl::Status CheckNoPartialOverlap(absl::Span<const Transform> output,
-                                   absl::string_view output_field,
-                                   absl::Span<const Transform> input,
-                                   absl::string_view input_field);
+namespace pose_internal {
+// CheckNoPartialOverlap's error, out of line (only bad input reaches it).
+absl::Status PartialOverlapError(absl::string_view output_field,
+                                 absl::string_view input_field);
+}  // namespace pose_internal
+
+inline absl::Status CheckNoPartialOverlap(absl::Span<const Transform> output,
+                                          absl::string_view output_field,
+                                          absl::Span<const Transform> input,
+                                          absl::string_view input_field) {
+  if (!OverlapsWithoutAliasing(output, input)) return absl::OkStatus();
+  return pose_internal::PartialOverlapError(output_field, input_field);
+}
 
 }  // namespace posewire
 

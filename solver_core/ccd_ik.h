@@ -71,10 +71,12 @@
 
 namespace posewire {
 
-// CcdIkJob::over_relaxation's default and largest value. Larger caps
-// saved only a few more sweeps in the measurements (docs/PERFORMANCE.md).
-inline constexpr float kDefaultCcdOverRelaxation = 2.0f;
-inline constexpr float kMaxCcdOverRelaxation = 4.0f;
+// CcdIkJob::over_relaxation's default and largest value. The cap binds
+// only when a sweep cut the error by less than 1 / (1 + cap) (11% for 8):
+// slow sweeps, whose turns are small. Raising it from 2 to 4 to 8 kept
+// saving sweeps and misses (docs/PERFORMANCE.md); 16 barely more.
+inline constexpr float kDefaultCcdOverRelaxation = 8.0f;
+inline constexpr float kMaxCcdOverRelaxation = 16.0f;
 
 struct CcdIkJob {
   // Inputs.

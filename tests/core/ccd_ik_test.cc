@@ -237,7 +237,7 @@ TEST(CcdIk, RejectsOverRelaxationOutsideItsRange) {
   std::vector<Transform> out;
   ExpectOverRelaxationRejected(
       f.Job(Eigen::Vector3f(0.5f, 0.5f, 0.0f), out, nullptr),
-      {-0.1f, 4.5f, std::numeric_limits<float>::quiet_NaN()},
+      {-0.1f, 16.5f, std::numeric_limits<float>::quiet_NaN()},
       "ccd_ik.over_relaxation");
 }
 

@@ -1310,11 +1310,11 @@ std::vector<BadInput> Catalogue(std::shared_ptr<grpc::Channel> channel) {
       StatusCode::INVALID_ARGUMENT,
       "ccd_ik.limits[1].joint: 'LeftElbow' already has a limit"));
   add(SolveRow(
-      "ccd_over_relaxation_5", "ccd_ik over_relaxation 5",
-      [](auto& r) { Ccd(r)->set_over_relaxation(5.0f); },
+      "ccd_over_relaxation_20", "ccd_ik over_relaxation 20",
+      [](auto& r) { Ccd(r)->set_over_relaxation(20.0f); },
       StatusCode::INVALID_ARGUMENT,
-      "characters[0].ops[0].ccd_ik: ccd_ik.over_relaxation: 5 is outside "
-      "[0, 4]"));
+      "characters[0].ops[0].ccd_ik: ccd_ik.over_relaxation: 20 is outside "
+      "[0, 16]"));
   add(SolveRow(
       "fabrik_planar_limits_count",
       "fabrik_ik 2 planar limits for a 3-joint chain (1 interior joint)",

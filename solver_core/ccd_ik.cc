@@ -132,6 +132,7 @@ int PlainSweeps(IkChain& c, const Eigen::Vector3f& target, float tol2,
   absl::InlinedVector<Eigen::Quaternionf, 16> before;
   if (relax > 0.0f) before.resize(n);
   float last_e2 = 0.0f;
+  const OverRelaxation relaxation(relax);
   for (int it = 0; it < max_iterations; ++it) {
     // Each sweep goes tip to root, so a joint's own transform and its
     // ancestors' stay valid within the sweep; only the effector is tracked
@@ -154,13 +155,10 @@ int PlainSweeps(IkChain& c, const Eigen::Vector3f& target, float tol2,
       if ((target - tip_pos).squaredNorm() <= tol2) return it + 1;
     }
     if (relax > 0.0f) {
-      // b from the rate at which the effector's error fell in this sweep
-      // (Aitken's rho / (1 - rho), capped), as FABRIK's over-relaxation.
       const float e2 = (target - tip_pos).squaredNorm();
-      const float rho = std::sqrt(e2 / last_e2);
+      const float b = relaxation.Factor(e2, last_e2);
       last_e2 = e2;
-      if (it >= 1 && it + 1 < max_iterations && rho < 1.0f) {
-        const float b = std::min(relax, rho / (1.0f - rho));
+      if (it >= 1 && it + 1 < max_iterations && b > 0.0f) {
         for (int i = first; i < tip; ++i) {
           local[i].rotation = ExtendTurn(before[i], local[i].rotation, b);
         }

@@ -99,10 +99,6 @@ class FabrikSolver {
 
     fast_ = !rotational_ && is_chain && !pb_.planar;
     const bool relax = fast_ && pb_.over_relaxation > 0.0f;
-    if (relax) {
-      const float knee = pb_.over_relaxation / (1.0f + pb_.over_relaxation);
-      relax_knee2_ = knee * knee;
-    }
     p_.resize(n);
     const Transform* models = c_.models();
     Eigen::Vector3f* p = p_.data();
@@ -162,6 +158,7 @@ class FabrikSolver {
     // The tip's squared error after the previous iteration (over-relaxation:
     // every iteration that gets there had a nonzero error).
     float last_e2 = 0.0f;
+    const OverRelaxation relaxation(pb_.over_relaxation);
     for (int it = 0; it < pb_.max_iterations; ++it) {
       const Eigen::Vector3f shift = it == 0 ? offset : Eigen::Vector3f::Zero();
       if (rotational_) {
@@ -196,7 +193,11 @@ class FabrikSolver {
         // Extend the move (not after the first iteration; see fabrik_ik.h),
         // only when another iteration follows, so the answer is never an
         // extended pose.
-        if (it >= 1 && it + 1 < pb_.max_iterations) OverRelax(e2, last_e2);
+        if (it >= 1 && it + 1 < pb_.max_iterations) {
+          if (const float b = relaxation.Factor(e2, last_e2); b > 0.0f) {
+            Extend(b);
+          }
+        }
         last_e2 = e2;
         continue;
       }
@@ -361,24 +362,8 @@ class FabrikSolver {
   }
 
   // p <- p + b (p - start) for every node but the root (pinned) and the tip
-  // (the next forward pass puts it on the target), with b from the rate
-  // rho = sqrt(e2 / last_e2) at which the tip's error fell in this
-  // iteration: Aitken's estimate of the rest of a geometric series of
-  // moves, rho / (1 - rho), capped at the job's over_relaxation. A
-  // fast-converging solve (small rho) is barely extended; a fixed b would
-  // overshoot it. No extension when the error grew.
-  //
-  // Speed: the next forward pass starts from the extended nodes, so b is on
-  // the chain of dependent steps. The cap applies exactly when rho >= knee
-  // = cap / (1 + cap), which is tested on the squared errors: the usual
-  // slow solve pays no square root or division for b.
-  void OverRelax(float e2, float last_e2) {
-    if (!(e2 < last_e2)) return;
-    float b = pb_.over_relaxation;
-    if (!(e2 >= relax_knee2_ * last_e2)) {
-      const float rho = std::sqrt(e2 / last_e2);
-      b = rho / (1.0f - rho);
-    }
+  // (the next forward pass puts it on the target).
+  void Extend(float b) {
     for (int i = 1; i + 1 < c_.size(); ++i) p_[i] += b * (p_[i] - start_[i]);
   }
 
@@ -600,10 +585,8 @@ class FabrikSolver {
   bool fast_ = false;
   float tolerance2_ = 0.0f;
   NodeVector<Eigen::Vector3f> p_;
-  // Positions at the start of the iteration, and the square of the error
-  // rate from which the cap applies (over-relaxation only).
+  // Positions at the start of the iteration (over-relaxation only).
   NodeVector<Eigen::Vector3f> start_;
-  float relax_knee2_ = 0.0f;
   NodeVector<Eigen::Vector3f> dir0_;
   NodeVector<Eigen::Vector3f> acc_;
   NodeVector<float> wsum_;

@@ -59,6 +59,32 @@ struct IkResult {
   int iterations = 0;
 };
 
+// The over-relaxation shared by FABRIK's iterations and CCD's sweeps
+// (fabrik_ik.h, ccd_ik.h): how far to extend the move just made, from the
+// ratio rho of the effector's error to the one before. Aitken's estimate of
+// the rest of a geometric series of moves, rho / (1 - rho), capped; 0 when
+// the error did not fall. The extension feeds the next iteration, so the
+// factor is on the solve's chain of dependent steps: the cap applies
+// exactly when rho >= knee = cap / (1 + cap), which is tested on the
+// squared errors, and the usual slow solve pays no square root or division.
+class OverRelaxation {
+ public:
+  explicit OverRelaxation(float cap)
+      : cap_(cap), knee2_((cap / (1.0f + cap)) * (cap / (1.0f + cap))) {}
+
+  // e2, last_e2: the squared errors after this iteration and the one before.
+  float Factor(float e2, float last_e2) const {
+    if (!(e2 < last_e2)) return 0.0f;
+    if (e2 >= knee2_ * last_e2) return cap_;
+    const float rho = std::sqrt(e2 / last_e2);
+    return rho / (1.0f - rho);
+  }
+
+ private:
+  float cap_;
+  float knee2_;
+};
+
 struct IkTolerance {
   // Distance under which a target counts as reached. Absolute (model-space
   // units), or when relative_to_skeleton a fraction of SkeletonSize().

@@ -783,8 +783,10 @@ absl::Status FabrikIkJob::Run() const {
   const int n = c.size();
   Problem pb;
   pb.c = &c;
-  pb.effector_nodes.push_back(n - 1);
-  pb.targets.push_back(target);
+  // assign, not push_back: on a fresh InlinedVector, GCC 12's sanitizer
+  // builds (-O1) warn that push_back may read its unset heap pointer.
+  pb.effector_nodes.assign(1, n - 1);
+  pb.targets.assign(1, target);
   if (plane_normal.squaredNorm() > 0.0f) {
     pb.planar = true;
     pb.normal = plane_normal.normalized();

@@ -106,19 +106,6 @@ inline void GeneralPlainStep(const Eigen::Vector3f& p,
   *tip = p + step * (*tip - p);
 }
 
-// The over-relaxation step between sweeps: each joint's local rotation
-// `now` moved on from `before` by b times the sweep's change, extrapolated
-// along the chord of the two unit quaternions and normalised (no
-// trigonometry; the changes of late sweeps are small, where the chord is
-// the arc).
-Eigen::Quaternionf ExtendTurn(const Eigen::Quaternionf& before,
-                              const Eigen::Quaternionf& now, float b) {
-  Eigen::Vector4f from = before.coeffs();
-  if (from.dot(now.coeffs()) < 0.0f) from = -from;  // the same hemisphere
-  const Eigen::Vector4f q = now.coeffs() + b * (now.coeffs() - from);
-  return Eigen::Quaternionf(q * (1.0f / q.norm()));
-}
-
 // Sweeps for the common case (every joint at full weight, no limit, no step
 // cap, no fallback): PlainStep at every joint on the chain's raw arrays,
 // forward kinematics once per sweep; over-relaxed by up to `relax` from the
@@ -140,8 +127,8 @@ int PlainSweeps(IkChain& c, const Eigen::Vector3f& target, float tol2,
     if (it > 0) c.UpdateModel(0);
     Eigen::Vector3f tip_pos = model[tip].translation;
     const int first = incremental ? std::max(0, n - 3 - it) : 0;
-    for (int i = first; i < tip && relax > 0.0f; ++i) {
-      before[i] = local[i].rotation;
+    if (relax > 0.0f) {
+      for (int i = first; i < tip; ++i) before[i] = local[i].rotation;
     }
     for (int i = tip - 1; i >= first; --i) {
       const Transform& m = model[i];
@@ -159,8 +146,12 @@ int PlainSweeps(IkChain& c, const Eigen::Vector3f& target, float tol2,
       const float b = relaxation.Factor(e2, last_e2);
       last_e2 = e2;
       if (it >= 1 && it + 1 < max_iterations && b > 0.0f) {
+        // Each joint's turn in this sweep, extended b times along the
+        // quaternion chord: nlerp from now past itself, away from before
+        // (no trigonometry; late sweeps turn little, where chord and arc
+        // agree).
         for (int i = first; i < tip; ++i) {
-          local[i].rotation = ExtendTurn(before[i], local[i].rotation, b);
+          local[i].rotation = NlerpShortest(local[i].rotation, before[i], -b);
         }
       }
     }

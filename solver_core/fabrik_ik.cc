@@ -155,8 +155,8 @@ class FabrikSolver {
       for (int i = 0; i < n; ++i) best[i] = c_.local(i).rotation;
     }
     int iterations = 0;
-    // The tip's squared error after the previous iteration (over-relaxation:
-    // every iteration that gets there had a nonzero error).
+    // LargestError2() after the previous iteration (over-relaxation: every
+    // iteration that gets there had a nonzero error).
     float last_e2 = 0.0f;
     const OverRelaxation relaxation(pb_.over_relaxation);
     for (int it = 0; it < pb_.max_iterations; ++it) {
@@ -186,22 +186,17 @@ class FabrikSolver {
           for (int i = 0; i < n; ++i) best[i] = c_.local(i).rotation;
         }
       }
-      if (relax) {
-        // The tip's squared error, as WithinTolerance() (one effector).
-        const float e2 = (p_[n - 1] - pb_.targets[0]).squaredNorm();
-        if (e2 <= tolerance2_) break;
-        // Extend the move (not after the first iteration; see fabrik_ik.h),
-        // only when another iteration follows, so the answer is never an
-        // extended pose.
-        if (it >= 1 && it + 1 < pb_.max_iterations) {
-          if (const float b = relaxation.Factor(e2, last_e2); b > 0.0f) {
-            Extend(b);
-          }
+      const float e2 = LargestError2();
+      if (e2 <= tolerance2_) break;
+      // Extend the move (not after the first iteration; see fabrik_ik.h),
+      // only when another iteration follows, so the answer is never an
+      // extended pose.
+      if (relax && it >= 1 && it + 1 < pb_.max_iterations) {
+        if (const float b = relaxation.Factor(e2, last_e2); b > 0.0f) {
+          Extend(b);
         }
-        last_e2 = e2;
-        continue;
       }
-      if (WithinTolerance()) break;
+      last_e2 = e2;
     }
     if (rotational_) {
       for (int i = 0; i < n; ++i) c_.set_local_rotation(i, best[i]);
@@ -213,16 +208,19 @@ class FabrikSolver {
   }
 
  private:
-  // Whether every effector is within the tolerance, on squared distances
-  // (no square root per iteration).
-  bool WithinTolerance() const {
+  // The largest squared distance of an effector from its target (squared:
+  // no square root per iteration).
+  float LargestError2() const {
     float e2 = 0.0f;
     for (size_t k = 0; k < pb_.effector_nodes.size(); ++k) {
       e2 = std::max(e2,
                     (p_[pb_.effector_nodes[k]] - pb_.targets[k]).squaredNorm());
     }
-    return e2 <= tolerance2_;
+    return e2;
   }
+
+  // Whether every effector is within the tolerance.
+  bool WithinTolerance() const { return LargestError2() <= tolerance2_; }
 
   float Objective() const {
     float sum = 0.0f;

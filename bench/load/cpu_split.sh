@@ -17,6 +17,11 @@
 # with and without the generator's share.
 set -euo pipefail
 
+if [[ $# -lt 1 || ! -x ${1}/server/posewire-server || ! -x ${1}/clients/posewire-load ]]; then
+  echo "usage: $0 BUILD_DIR [STREAMS=4] [DURATION=8]" \
+    "(BUILD_DIR holds server/posewire-server and clients/posewire-load)" >&2
+  exit 2
+fi
 build=$(cd "$1" && pwd)
 streams=${2:-4}
 duration=${3:-8}

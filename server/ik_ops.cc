@@ -32,6 +32,19 @@ absl::StatusOr<Eigen::Vector3f> RequiredVec3(bool has, const v1::Vec3& v,
   return Vec3FromProto(v, field);
 }
 
+// An op's target, or the one this frame's OpUpdate (ctx.update) sends
+// instead.
+struct WireTarget {
+  bool has;
+  const v1::Vec3& value;
+};
+WireTarget TargetOf(const IkOpContext& ctx, bool has, const v1::Vec3& value) {
+  if (ctx.update != nullptr && ctx.update->has_target()) {
+    return {true, ctx.update->target()};
+  }
+  return {has, value};
+}
+
 absl::StatusOr<Eigen::Vector3f> OptionalVec3(bool has, const v1::Vec3& v,
                                              const Eigen::Vector3f& fallback,
                                              absl::string_view field) {
@@ -247,8 +260,10 @@ absl::StatusOr<ChainInputs> ChainInputsFromProto(const IkOpContext& ctx,
                               absl::StrCat(ctx.field, ".chain"));
   if (!chain.ok()) return chain.status();
   in.chain = *std::move(chain);
-  auto target = RequiredVec3(op.has_target(), op.target(),
-                             absl::StrCat(ctx.field, ".target"));
+  const WireTarget wire = TargetOf(ctx, op.has_target(), op.target());
+  auto target = NamedOnError(ctx.field, ".target", [&](absl::string_view f) {
+    return RequiredVec3(wire.has, wire.value, f);
+  });
   if (!target.ok()) return target.status();
   in.target = *target;
   auto settings = SettingsFromProto(ctx, op);
@@ -281,8 +296,9 @@ absl::Status RunTwoBoneIk(IkOpContext& ctx, const v1::TwoBoneIkOp& op) {
     if (!joint.ok()) return joint.status();
     *out = *joint;
   }
+  const WireTarget wire = TargetOf(ctx, op.has_target(), op.target());
   auto target = NamedOnError(ctx.field, ".target", [&](absl::string_view f) {
-    return RequiredVec3(op.has_target(), op.target(), f);
+    return RequiredVec3(wire.has, wire.value, f);
   });
   if (!target.ok()) return target.status();
   job.target = *target;
@@ -292,9 +308,12 @@ absl::Status RunTwoBoneIk(IkOpContext& ctx, const v1::TwoBoneIkOp& op) {
   });
   if (!pole.ok()) return pole.status();
   job.pole_vector = *pole;
-  if (op.has_bend_goal()) {
+  const bool new_goal = ctx.update != nullptr && ctx.update->has_bend_goal();
+  if (new_goal || op.has_bend_goal()) {
+    const v1::Vec3& wire_goal =
+        new_goal ? ctx.update->bend_goal() : op.bend_goal();
     auto goal = NamedOnError(ctx.field, ".bend_goal", [&](absl::string_view f) {
-      return Vec3FromProto(op.bend_goal(), f);
+      return Vec3FromProto(wire_goal, f);
     });
     if (!goal.ok()) return goal.status();
     job.bend_goal = *goal;
@@ -342,8 +361,9 @@ absl::Status RunAimIk(IkOpContext& ctx, const v1::AimIkOp& op) {
   });
   if (!joint.ok()) return joint.status();
   job.joint = *joint;
+  const WireTarget wire = TargetOf(ctx, op.has_target(), op.target());
   auto target = NamedOnError(ctx.field, ".target", [&](absl::string_view f) {
-    return RequiredVec3(op.has_target(), op.target(), f);
+    return RequiredVec3(wire.has, wire.value, f);
   });
   if (!target.ok()) return target.status();
   job.target = *target;

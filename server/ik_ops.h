@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "posewire/v1/operations.pb.h"
+#include "posewire/v1/posewire.pb.h"
 #include "solver_core/pose.h"
 #include "solver_core/skeleton.h"
 
@@ -20,6 +21,9 @@ struct IkOpContext {
   int max_iterations;  // the server's limit
   LocalPose& pose;     // in and out
   v1::OperationResult& result;
+  // This frame's new target (and bend goal) for the op, or null; checked
+  // by IndexOpUpdates (pipeline.h).
+  const v1::OpUpdate* update = nullptr;
 };
 
 absl::Status RunTwoBoneIk(IkOpContext& ctx, const v1::TwoBoneIkOp& op);

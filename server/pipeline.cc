@@ -34,7 +34,14 @@ struct OpContext {
   LocalPose& pose;
   CharacterState& state;
   v1::OperationResult& result;
+  // This frame's update of the op, or null.
+  const v1::OpUpdate* update;
 };
+
+// The op's name is its oneof field's name, as GetInfo lists it.
+const std::string& OperationName(v1::Operation::OpCase op) {
+  return v1::Operation::descriptor()->FindFieldByNumber(op)->name();
+}
 
 // Proto3 enums are open: a newer client may send a value this server does
 // not know. Mapping it to the default would solve something else than was
@@ -46,9 +53,10 @@ absl::Status UnknownEnum(absl::string_view field, int value) {
 
 // Samples `sample` into `out`. `base` + `leaf` name the sample in errors,
 // joined only when there is one (see field_name.h).
+// `time` is the sample's own or, for a sample_clip op, its update's.
 absl::Status SampleInto(OpContext& ctx, const v1::ClipSample& sample,
-                        absl::string_view base, absl::string_view leaf,
-                        absl::Span<Transform> out) {
+                        float time, absl::string_view base,
+                        absl::string_view leaf, absl::Span<Transform> out) {
   if (!v1::PlaybackMode_IsValid(sample.mode())) {
     return UnknownEnum(absl::StrCat(base, leaf, ".mode"), sample.mode());
   }
@@ -66,7 +74,7 @@ absl::Status SampleInto(OpContext& ctx, const v1::ClipSample& sample,
   job.skeleton = &ctx.skeleton;
   job.clip = &ctx.input.clips->clips()[*clip];
   job.clip_validated = true;
-  job.time = sample.time();
+  job.time = time;
   job.mode = PlaybackModeFromProto(sample.mode());
   job.rotation_interpolation =
       RotationInterpolationFromProto(sample.rotation_interpolation());
@@ -88,8 +96,8 @@ absl::Status ResolveSource(OpContext& ctx, const v1::PoseSource& source,
       return absl::OkStatus();
     case v1::PoseSource::kClip:
       out.resize(ctx.skeleton.num_joints());
-      return SampleInto(ctx, source.clip(), field, ".clip",
-                        absl::MakeSpan(out));
+      return SampleInto(ctx, source.clip(), source.clip().time(), field,
+                        ".clip", absl::MakeSpan(out));
     case v1::PoseSource::kPose: {
       auto pose = PoseFromProto(source.pose(), ctx.skeleton,
                                 absl::StrCat(field, ".pose"));
@@ -116,7 +124,10 @@ absl::Status CheckJointWeights(const RepeatedField<float>& weights,
 }
 
 absl::Status RunSampleClip(OpContext& ctx, const v1::SampleClipOp& op) {
-  return SampleInto(ctx, op.sample(), ctx.field, ".sample",
+  const float time = ctx.update != nullptr && ctx.update->has_time()
+                         ? ctx.update->time()
+                         : op.sample().time();
+  return SampleInto(ctx, op.sample(), time, ctx.field, ".sample",
                     absl::MakeSpan(ctx.pose));
 }
 
@@ -470,14 +481,15 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
       return absl::InvalidArgumentError(
           absl::StrCat(field, ": no operation set"));
     }
-    // The op's name is its oneof field's name, as GetInfo lists it.
-    const std::string& name =
-        v1::Operation::descriptor()->FindFieldByNumber(op.op_case())->name();
+    const std::string& name = OperationName(op.op_case());
     result->set_op(name);
     absl::StrAppend(&field, ".", name);
-    OpContext ctx{input, *input.skeleton, field, pose, state, *result};
-    IkOpContext ik{*input.skeleton, ctx.field,
-                   input.limits.max_solver_iterations, pose, *result};
+    const v1::OpUpdate* update =
+        input.updates.empty() ? nullptr : input.updates[i];
+    OpContext ctx{input, *input.skeleton, field, pose, state, *result, update};
+    IkOpContext ik{
+        *input.skeleton, ctx.field, input.limits.max_solver_iterations, pose,
+        *result,         update};
     absl::Status status;
     switch (op.op_case()) {
       case v1::Operation::kSampleClip:
@@ -550,6 +562,78 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
           std::chrono::duration<double>(finished - op_started).count());
       op_started = finished;
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status IndexOpUpdates(const RepeatedPtrField<v1::Operation>& ops,
+                            const RepeatedPtrField<v1::OpUpdate>& updates,
+                            absl::string_view field, OpUpdatesByOp& by_op) {
+  by_op.clear();
+  if (updates.empty()) return absl::OkStatus();
+  by_op.assign(ops.size(), nullptr);
+  for (int k = 0; k < updates.size(); ++k) {
+    const v1::OpUpdate& update = updates[k];
+    auto where = [&](absl::string_view leaf) {
+      return absl::StrCat(field, ".op_updates[", k, "]", leaf);
+    };
+    if (update.op() >= static_cast<uint32_t>(ops.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where(".op"), ": ", update.op(),
+          " is not an op of this frame's pipeline, which has ", ops.size(),
+          ops.size() == 1 ? " op" : " ops", " (indices from 0)"));
+    }
+    if (by_op[update.op()] != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(".op"), ": op ", update.op(),
+                       " already has an update in this frame (one per op)"));
+    }
+    const v1::Operation::OpCase kind = ops[update.op()].op_case();
+    const bool has_target =
+        kind == v1::Operation::kTwoBoneIk || kind == v1::Operation::kAimIk ||
+        kind == v1::Operation::kCcdIk || kind == v1::Operation::kFabrikIk;
+    struct Input {
+      bool set;
+      bool op_has_it;
+      const char* leaf;
+      const char* ops_with_it;
+    };
+    for (const Input& input :
+         {Input{update.has_target(), has_target, ".target",
+                "two_bone_ik, aim_ik, ccd_ik or fabrik_ik"},
+          Input{update.has_bend_goal(), kind == v1::Operation::kTwoBoneIk,
+                ".bend_goal", "two_bone_ik"},
+          Input{update.has_time(), kind == v1::Operation::kSampleClip, ".time",
+                "sample_clip"}}) {
+      if (input.set && !input.op_has_it) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where(input.leaf), ": op ", update.op(), " is ",
+            kind == v1::Operation::OP_NOT_SET
+                ? std::string("not set")
+                : absl::StrCat("a ", OperationName(kind)),
+            "; only a ", input.ops_with_it, " op takes this update"));
+      }
+    }
+    if (!update.has_target() && !update.has_bend_goal() && !update.has_time()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(""),
+                       ": updates nothing (set target, bend_goal "
+                       "or time)"));
+    }
+    for (auto [set, value, leaf] :
+         {std::tuple{update.has_target(), &update.target(), ".target"},
+          std::tuple{update.has_bend_goal(), &update.bend_goal(),
+                     ".bend_goal"}}) {
+      // The name is built only for the error (see field_name.h).
+      if (set && !Vec3FromProto(*value, {}).ok()) {
+        return Vec3FromProto(*value, where(leaf)).status();
+      }
+    }
+    if (update.has_time() && !std::isfinite(update.time())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where(".time"), ": ", update.time(), " is not a finite time"));
+    }
+    by_op[update.op()] = &update;
   }
   return absl::OkStatus();
 }

@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "posewire/v1/operations.pb.h"
 #include "posewire/v1/posewire.pb.h"
@@ -67,7 +69,23 @@ struct PipelineInput {
   absl::string_view field;
   // Optional: gathers each operation's wall time.
   OperationTimings* timings = nullptr;
+  // This frame's update of each op, by op index (null: none); empty when the
+  // frame has none. Checked beforehand by IndexOpUpdates.
+  absl::Span<const v1::OpUpdate* const> updates;
 };
+
+// Op updates by op index: entry i is op i's update, or null.
+using OpUpdatesByOp = absl::InlinedVector<const v1::OpUpdate*, 8>;
+
+// Checks a frame's `updates` against the `ops` they update (index in range,
+// one update per op, only fields the op has, finite values) and indexes
+// them by op into `by_op`. Errors name the update, after `field` (e.g.
+// "frame.characters[0]"): "frame.characters[0].op_updates[1].bend_goal:
+// ...".
+absl::Status IndexOpUpdates(
+    const google::protobuf::RepeatedPtrField<v1::Operation>& ops,
+    const google::protobuf::RepeatedPtrField<v1::OpUpdate>& updates,
+    absl::string_view field, OpUpdatesByOp& by_op);
 
 // Applies `input.ops` to `pose` (in place), updating `state` and appending
 // one OperationResult per op to `results`.

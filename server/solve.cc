@@ -125,7 +125,9 @@ absl::Status SolveCharacters(const v1::SolveRequest& request,
                            .root = *root,
                            .limits = limits,
                            .field = field,
-                           .timings = timings};
+                           .timings = timings,
+                           // Solve sends its ops whole every call.
+                           .updates = {}};
     if (absl::Status s =
             RunPipeline(pipeline, *pose, state, out->mutable_ops());
         !s.ok()) {

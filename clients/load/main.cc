@@ -40,6 +40,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "clients/cpp/posewire_client.h"
+#include "clients/load/answer_receipt.h"
 #include "clients/load/frame_encoder.h"
 #include "clients/load/workload.h"
 #include "google/protobuf/arena.h"
@@ -58,6 +59,9 @@ ABSL_FLAG(int, streams, 0, "Concurrent streams (stream mode).");
 ABSL_FLAG(int, callers, 0, "Concurrent unary callers (unary mode).");
 ABSL_FLAG(int, characters, 1, "Characters per message.");
 ABSL_FLAG(std::string, op_mix, "fk_ik", "fk_ik, spring, blend3 or fullbody.");
+ABSL_FLAG(bool, op_updates, true,
+          "Stream frames send the clip time and IK targets as op updates "
+          "(fk_ik, spring); false: the whole pipeline every frame.");
 ABSL_FLAG(double, rate, 0,
           "Messages per second per stream/caller; 0: open loop.");
 ABSL_FLAG(double, duration, 10, "Seconds of each phase.");
@@ -159,20 +163,49 @@ class Pacer {
 };
 
 // The first non-OK code of a frame result (0 if all OK); counts OK
-// characters into `ok_characters`.
+// characters into `ok_characters`. An OK character without a pose is
+// INTERNAL, as in AnswerReceipt.
 int FrameCode(const v1::SessionResponse& response, int64_t* ok_characters) {
   if (!response.has_frame()) return grpc::StatusCode::INTERNAL;
   const v1::FrameResult& frame = response.frame();
   if (frame.status().code() != 0) return frame.status().code();
   int code = 0;
   for (const v1::CharacterResult& c : frame.characters()) {
-    if (c.status().code() == 0) {
+    int character_code = c.status().code();
+    if (character_code == 0 && !c.has_pose()) {
+      character_code = grpc::StatusCode::INTERNAL;
+    }
+    if (character_code == 0) {
       ++*ok_characters;
     } else if (code == 0) {
-      code = c.status().code();
+      code = character_code;
     }
   }
   return code;
+}
+
+// The same for an answer the stream senders read as an AnswerReceipt.
+int FrameCode(const AnswerReceipt& receipt, int64_t* ok_characters) {
+  if (receipt.kind != AnswerReceipt::Kind::kFrame) {
+    return grpc::StatusCode::INTERNAL;
+  }
+  if (receipt.code != 0) return receipt.code;
+  *ok_characters += receipt.ok_characters;
+  return receipt.character_code;
+}
+
+// How the workload's session frames carry their per-frame inputs.
+const char* FrameForm(const Workload& w) {
+  const bool updates = !w.frames.empty() &&
+                       w.frames[0].frame().characters_size() > 0 &&
+                       w.frames[0].frame().characters(0).op_updates_size() > 0;
+  return updates ? "op_updates" : "ops";
+}
+
+int RegisteredCode(const AnswerReceipt& receipt) {
+  return receipt.kind == AnswerReceipt::Kind::kRegistered
+             ? receipt.code
+             : grpc::StatusCode::INTERNAL;
 }
 
 int RegisteredCode(const v1::SessionResponse& response) {
@@ -370,7 +403,8 @@ struct EncodedSession {
 // Requests go out as bytes encoded ahead of the run (registrations whole,
 // frames by FrameEncoder with only the sequence written per send), through
 // gRPC's generic stub: a load generator that serialised each message would
-// spend the server's cores on its own work. Answers are parsed in full.
+// spend the server's cores on its own work. Answers are read only for their
+// statuses and the presence of each pose (AnswerReceipt).
 class StreamSender final
     : public NetworkSender,
       public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
@@ -378,12 +412,7 @@ class StreamSender final
   StreamSender(grpc::GenericStub& stub, const EncodedSession& encoded,
                const Phase& phase, Scheduler& scheduler, Latch& done, int index,
                SenderResult& r)
-      : NetworkSender(phase, scheduler, done, index, r),
-        encoded_(encoded),
-        block_size_(16384 +
-                    8192 * static_cast<size_t>(phase.config.characters)),
-        block_(new char[block_size_]),
-        arena_(ArenaOn(block_.get(), block_size_)) {
+      : NetworkSender(phase, scheduler, done, index, r), encoded_(encoded) {
     stub.PrepareBidiStreamingCall(&context_, "/posewire.v1.PoseWire/Session",
                                   grpc::StubOptions(), this);
     // Held until the sender stops: between paced messages nothing is in
@@ -422,13 +451,6 @@ class StreamSender final
   }
 
  private:
-  static google::protobuf::ArenaOptions ArenaOn(char* block, size_t size) {
-    google::protobuf::ArenaOptions options;
-    options.initial_block = block;
-    options.initial_block_size = size;
-    return options;
-  }
-
   // Sends `bytes` (copied into gRPC's buffer, so the caller may reuse
   // them) and reads the answer.
   void Send(const std::string& bytes) {
@@ -442,16 +464,10 @@ class StreamSender final
     StartWrite(&request_bytes_);
   }
 
-  // Parses the answer just read. Each answer goes into a fresh message on
-  // the arena: reused as a plain member, a SessionResponse frees its whole
-  // frame (the oneof) on every parse and allocates it again, a thousand
-  // allocations per 100-character answer, on the cores the server needs.
+  // Reads the answer just read into `receipt_`.
   bool ParseAnswer() {
-    arena_.Reset();
-    response_ =
-        google::protobuf::Arena::CreateMessage<v1::SessionResponse>(&arena_);
     grpc::ProtoBufferReader reader(&response_bytes_);
-    return response_->ParseFromZeroCopyStream(&reader) && reader.status().ok();
+    return ReadAnswerReceipt(&reader, &receipt_) && reader.status().ok();
   }
 
   void Step(bool ok) {
@@ -468,7 +484,7 @@ class StreamSender final
       return;
     }
     if (registered_ < encoded_.registrations.size()) {
-      if (const int code = RegisteredCode(*response_); code != 0) {
+      if (const int code = RegisteredCode(receipt_); code != 0) {
         CountError(r_, phase_.live, code);
         Stop();
         return;
@@ -482,7 +498,7 @@ class StreamSender final
       return;
     }
     int64_t ok_characters = 0;
-    const int code = FrameCode(*response_, &ok_characters);
+    const int code = FrameCode(receipt_, &ok_characters);
     Record(r_, phase_.live, start_, answered_, code, ok_characters);
     ScheduleNext();
   }
@@ -498,12 +514,7 @@ class StreamSender final
   std::string frame_bytes_;
   grpc::ByteBuffer request_bytes_;
   grpc::ByteBuffer response_bytes_;
-  // The arena's first block, kept across Reset(): sized for one answer, so
-  // parsing one allocates nothing.
-  const size_t block_size_;
-  std::unique_ptr<char[]> block_;
-  google::protobuf::Arena arena_;
-  v1::SessionResponse* response_ = nullptr;
+  AnswerReceipt receipt_;
   size_t registered_ = 0;
   uint64_t sequence_ = 0;
   std::atomic<int> pending_{0};
@@ -934,6 +945,7 @@ int Main() {
   WorkloadOptions wo;
   wo.op_mix = op_mix;
   wo.characters = c.characters;
+  wo.op_updates = absl::GetFlag(FLAGS_op_updates);
   wo.clip_seconds = absl::GetFlag(FLAGS_clip_seconds);
   auto workload = BuildWorkload(*asset, wo);
   if (!workload.ok()) {
@@ -954,11 +966,13 @@ int Main() {
     }
   }
   std::printf(
-      "posewire-load: %s, %s mode, %d %s, %d characters/message, op_mix %s, "
-      "rate %s, %.1f s; server %s (version %s, %u solver threads), "
+      "posewire-load: %s, %s mode, %d %s, %d characters/message, op_mix %s "
+      "(frames send %s), rate %s, %.1f s; server %s (version %s, %u solver "
+      "threads), "
       "%d joints\n",
       address.c_str(), mode.c_str(), c.senders,
       c.stream ? "streams" : "callers", c.characters, op_mix.c_str(),
+      FrameForm(w),
       c.rate > 0 ? absl::StrCat(c.rate, " Hz").c_str() : "open loop",
       c.duration, address.c_str(), info->version().c_str(),
       info->solver_threads(), w.joints);
@@ -1010,10 +1024,11 @@ int Main() {
     std::ofstream out(json_path);
     out << absl::StrFormat(
         "{\"server\": \"%s\", \"mode\": \"%s\", \"senders\": %d, "
-        "\"characters\": %d, \"op_mix\": \"%s\", \"rate\": %.3f, "
-        "\"duration\": %.3f, \"joints\": %d, \"service\": %s",
-        address, mode, c.senders, c.characters, op_mix, c.rate, c.duration,
-        w.joints, Json(network));
+        "\"characters\": %d, \"op_mix\": \"%s\", \"frames_send\": \"%s\", "
+        "\"rate\": %.3f, \"duration\": %.3f, \"joints\": %d, "
+        "\"service\": %s",
+        address, mode, c.senders, c.characters, op_mix, FrameForm(w), c.rate,
+        c.duration, w.joints, Json(network));
     if (baseline) {
       out << ", \"in_process\": " << Json(local)
           << absl::StrFormat(

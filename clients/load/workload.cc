@@ -109,6 +109,24 @@ class Builder {
     return model;
   }
 
+  // fk_ik: each limb reaches for where its end joint is a little later in
+  // the clip, relative to the limb root (the character walks on), bending
+  // toward that frame's mid joint.
+  struct LimbGoal {
+    Eigen::Vector3f target, bend_goal;
+  };
+  std::vector<LimbGoal> LimbGoals(const ModelPose& now,
+                                  const ModelPose& later) const {
+    std::vector<LimbGoal> goals;
+    for (const Limb& limb : limbs_) {
+      const Eigen::Vector3f offset =
+          now[limb.start].translation - later[limb.start].translation;
+      goals.push_back({later[limb.end].translation + offset,
+                       later[limb.mid].translation + offset});
+    }
+    return goals;
+  }
+
   float Wrap(float t) const {
     return clip_.duration > 0.0f ? std::fmod(t, clip_.duration) : 0.0f;
   }
@@ -165,20 +183,40 @@ class Builder {
       }
       return;
     }
-    // fk_ik: each limb reaches for where its end joint is a little later in
-    // the clip, relative to the limb root (the character walks on), bending
-    // toward that frame's mid joint.
-    for (const Limb& limb : limbs_) {
-      const Eigen::Vector3f offset =
-          now[limb.start].translation - later[limb.start].translation;
+    const std::vector<LimbGoal> goals = LimbGoals(now, later);
+    for (size_t i = 0; i < limbs_.size(); ++i) {
+      const Limb& limb = limbs_[i];
       v1::TwoBoneIkOp* ik = ops->Add()->mutable_two_bone_ik();
       ik->set_start_joint(limb.names[0]);
       ik->set_mid_joint(limb.names[1]);
       ik->set_end_joint(limb.names[2]);
-      *ik->mutable_target() = ToVec3(later[limb.end].translation + offset);
-      *ik->mutable_bend_goal() = ToVec3(later[limb.mid].translation + offset);
+      *ik->mutable_target() = ToVec3(goals[i].target);
+      *ik->mutable_bend_goal() = ToVec3(goals[i].bend_goal);
       *ik->mutable_mid_axis() = ToVec3(limb.mid_axis);
     }
+  }
+
+  // The same frame as Ops(mix, t) for a pipeline registered with Ops(mix,
+  // 0), as op updates: the clip time, and each limb's target and bend goal.
+  // False for mixes whose per-frame inputs updates cannot carry (blend
+  // layer times, full-body effectors): those frames send their ops.
+  bool Updates(
+      const std::string& mix, float t,
+      google::protobuf::RepeatedPtrField<v1::OpUpdate>* updates) const {
+    if (mix != "fk_ik" && mix != "spring") return false;
+    v1::OpUpdate* sample = updates->Add();
+    sample->set_op(0);
+    sample->set_time(Wrap(t));
+    if (mix == "spring") return true;
+    const std::vector<LimbGoal> goals =
+        LimbGoals(Model(Sample(t)), Model(Sample(t + 0.2f)));
+    for (size_t i = 0; i < goals.size(); ++i) {
+      v1::OpUpdate* update = updates->Add();
+      update->set_op(static_cast<uint32_t>(i + 1));  // after the sample
+      *update->mutable_target() = ToVec3(goals[i].target);
+      *update->mutable_bend_goal() = ToVec3(goals[i].bend_goal);
+    }
+    return true;
   }
 
  private:
@@ -273,13 +311,18 @@ absl::StatusOr<Workload> BuildWorkload(const ImportedAsset& asset,
       v1::CharacterFrame* cf = frame.mutable_frame()->add_characters();
       cf->set_character_id(absl::StrCat("c", c));
       cf->set_want_model_pose(true);
-      builder.Ops(mix, t, cf->mutable_ops());
+      v1::CharacterFrame full;
+      builder.Ops(mix, t, full.mutable_ops());
+      if (!options.op_updates ||
+          !builder.Updates(mix, t, cf->mutable_op_updates())) {
+        *cf->mutable_ops() = full.ops();
+      }
 
       v1::CharacterInput* ci = solve.add_characters();
       ci->set_id(absl::StrCat("c", c));
       *ci->mutable_skeleton()->mutable_skeleton() = skeleton_proto;
       ci->set_want_model_pose(true);
-      *ci->mutable_ops() = cf->ops();
+      *ci->mutable_ops() = full.ops();
     }
     w.frames.push_back(std::move(frame));
     v1::SolveRequest by_hash = solve;

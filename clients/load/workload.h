@@ -24,6 +24,10 @@ struct WorkloadOptions {
   // Solve carries its clips in every request, so a short clip keeps the
   // message from being dominated by key data.
   float clip_seconds = 0.5f;
+  // Session frames send what changes as op updates (CharacterFrame.
+  // op_updates: the clip time, IK targets and bend goals) rather than the
+  // whole pipeline again, where the mix allows (fk_ik, spring).
+  bool op_updates = true;
   // Seconds per frame for stateful operations (spring bones).
   float dt = 1.0f / 60.0f;
 };

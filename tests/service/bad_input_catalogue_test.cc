@@ -1721,6 +1721,63 @@ std::vector<BadInput> Catalogue(std::shared_ptr<grpc::Channel> channel) {
       StatusCode::NOT_FOUND,
       "frame.characters[0].ops[0].sample_clip.sample.clip: no clip named "
       "'run'"));
+  add(FrameRow(
+      "op_update_past_last_op", "an op update of op 1 for a one-op rig",
+      [](v1::CharacterFrame& c) {
+        v1::OpUpdate* u = c.add_op_updates();
+        u->set_op(1);
+        u->set_time(0.2f);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "frame.characters[0].op_updates[0].op: 1 is not an op of this frame's "
+      "pipeline, which has 1 op"));
+  add(FrameRow(
+      "op_update_twice", "two op updates of the same op",
+      [](v1::CharacterFrame& c) {
+        for (int i = 0; i < 2; ++i) {
+          v1::OpUpdate* u = c.add_op_updates();
+          u->set_op(0);
+          u->set_time(0.2f);
+        }
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "frame.characters[0].op_updates[1].op: op 0 already has an update"));
+  add(FrameRow(
+      "op_update_target_for_sample", "an op update giving sample_clip a target",
+      [](v1::CharacterFrame& c) {
+        v1::OpUpdate* u = c.add_op_updates();
+        u->set_op(0);
+        *u->mutable_target() = Vec(0, 1, 0);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "frame.characters[0].op_updates[0].target: op 0 is a sample_clip; only "
+      "a two_bone_ik, aim_ik, ccd_ik or fabrik_ik op takes this update"));
+  add(FrameRow(
+      "op_update_empty", "an op update setting nothing",
+      [](v1::CharacterFrame& c) { c.add_op_updates()->set_op(0); },
+      StatusCode::INVALID_ARGUMENT,
+      "frame.characters[0].op_updates[0]: updates nothing"));
+  add(FrameRow(
+      "op_update_time_infinite", "an op update with time +inf",
+      [](v1::CharacterFrame& c) {
+        v1::OpUpdate* u = c.add_op_updates();
+        u->set_op(0);
+        u->set_time(kInf);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "frame.characters[0].op_updates[0].time: inf is not a finite time"));
+  add(FrameRow(
+      "op_update_target_nan", "an op update of an aim_ik target with NaN",
+      [](v1::CharacterFrame& c) {
+        v1::AimIkOp* aim = c.add_ops()->mutable_aim_ik();
+        aim->set_joint("Head");
+        *aim->mutable_target() = Vec(0, 1, 0);
+        v1::OpUpdate* u = c.add_op_updates();
+        u->set_op(0);
+        *u->mutable_target() = Vec(kNaN, 1, 0);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "frame.characters[0].op_updates[0].target: NaN or infinite component"));
   add(SessionRow(
       "rig_with_bad_op", "a rig whose two_bone_ik names 'Wing', then a frame",
       [] {

@@ -1,7 +1,8 @@
-// posewire-load's FrameEncoder: the bytes it writes for a frame and a
-// sequence number must parse to exactly that frame with that sequence, for
-// the load generator's real workloads and sequence numbers of every varint
-// length.
+// posewire-load's own code: FrameEncoder's bytes for a frame and a sequence
+// number must parse to exactly that frame with that sequence (the load
+// generator's real workloads, sequence numbers of every varint length); the
+// workload's op-update frames must solve exactly as its whole-ops frames;
+// AnswerReceipt must read real answers' statuses as a full parse does.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,9 +10,12 @@
 #include <limits>
 #include <string>
 
+#include "clients/load/answer_receipt.h"
 #include "clients/load/frame_encoder.h"
 #include "clients/load/workload.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "server/session.h"
 #include "tests/service/service_fixture.h"
 
 namespace posewire::load {
@@ -40,6 +44,141 @@ TEST(FrameEncoder, BytesParseToTheFrameWithThatSequence) {
             << "sequence " << sequence;
       }
     }
+  }
+}
+
+// Every frame of `workload` through one in-process Session, in order,
+// after its registrations.
+std::vector<v1::SessionResponse> Solve(const Workload& workload) {
+  const server::ServerConfig config;  // the session keeps a reference
+  server::Session session(config);
+  for (const v1::SessionRequest& r : workload.registrations) {
+    v1::SessionResponse response;
+    session.Handle(r, &response);
+    EXPECT_EQ(response.registered().status().code(), 0)
+        << response.registered().status().message();
+  }
+  std::vector<v1::SessionResponse> answers;
+  uint64_t sequence = 0;
+  for (v1::SessionRequest frame : workload.frames) {
+    frame.mutable_frame()->set_sequence(++sequence);
+    session.Handle(frame, &answers.emplace_back());
+  }
+  return answers;
+}
+
+TEST(Workload, OpUpdateFramesSolveExactlyAsWholeOpsFrames) {
+  for (const char* mix : {"fk_ik", "spring"}) {
+    SCOPED_TRACE(mix);
+    WorkloadOptions options{.op_mix = mix, .characters = 3};
+    options.op_updates = true;
+    auto updates = BuildWorkload(server::Walk(), options);
+    options.op_updates = false;
+    auto whole = BuildWorkload(server::Walk(), options);
+    ASSERT_TRUE(updates.ok()) << updates.status();
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    // The frames really differ: updates only, against whole pipelines.
+    const v1::CharacterFrame& first = updates->frames[0].frame().characters(0);
+    EXPECT_TRUE(first.ops().empty());
+    EXPECT_FALSE(first.op_updates().empty());
+    EXPECT_FALSE(whole->frames[0].frame().characters(0).ops().empty());
+
+    const std::vector<v1::SessionResponse> a = Solve(*updates);
+    const std::vector<v1::SessionResponse> b = Solve(*whole);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t f = 0; f < a.size(); ++f) {
+      for (const v1::CharacterResult& c : a[f].frame().characters()) {
+        ASSERT_EQ(c.status().code(), 0) << c.status().message();
+        ASSERT_GT(c.pose().transforms_size(), 0);
+      }
+      EXPECT_EQ(a[f].SerializeAsString(), b[f].SerializeAsString())
+          << "frame " << f;
+    }
+  }
+}
+
+AnswerReceipt Receipt(const v1::SessionResponse& response, bool* read) {
+  const std::string bytes = response.SerializeAsString();
+  google::protobuf::io::ArrayInputStream in(bytes.data(),
+                                            static_cast<int>(bytes.size()));
+  AnswerReceipt receipt;
+  *read = ReadAnswerReceipt(&in, &receipt);
+  return receipt;
+}
+
+TEST(AnswerReceipt, ReadsStatusesAndPosesAsAFullParseDoes) {
+  auto workload =
+      BuildWorkload(server::Walk(), WorkloadOptions{.characters = 4});
+  ASSERT_TRUE(workload.ok()) << workload.status();
+  std::vector<v1::SessionResponse> answers = Solve(*workload);
+  ASSERT_FALSE(answers.empty());
+  bool read = false;
+
+  // A real answer: four solved characters with poses, model poses, op
+  // results and ids, all skipped but the statuses and poses.
+  v1::SessionResponse answer = answers[0];
+  AnswerReceipt r = Receipt(answer, &read);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(r.kind, AnswerReceipt::Kind::kFrame);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.ok_characters, 4);
+  EXPECT_EQ(r.character_code, 0);
+
+  // Characters 1 and 3 failed (with a message to skip), character 2 came
+  // back OK without a pose: 1 OK, the first failure's code.
+  v1::FrameResult* frame = answer.mutable_frame();
+  frame->mutable_characters(1)->mutable_status()->set_code(
+      grpc::StatusCode::NOT_FOUND);
+  frame->mutable_characters(1)->mutable_status()->set_message("no such");
+  frame->mutable_characters(1)->clear_pose();
+  frame->mutable_characters(2)->clear_pose();
+  frame->mutable_characters(3)->mutable_status()->set_code(
+      grpc::StatusCode::INVALID_ARGUMENT);
+  r = Receipt(answer, &read);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(r.ok_characters, 1);
+  EXPECT_EQ(r.character_code, grpc::StatusCode::NOT_FOUND);
+  frame->mutable_characters(1)->clear_status();
+  r = Receipt(answer, &read);
+  EXPECT_EQ(r.ok_characters, 1);
+  EXPECT_EQ(r.character_code, grpc::StatusCode::INTERNAL);  // no pose
+
+  // A failed frame.
+  v1::SessionResponse failed;
+  failed.mutable_frame()->set_sequence(9);
+  failed.mutable_frame()->mutable_status()->set_code(
+      grpc::StatusCode::RESOURCE_EXHAUSTED);
+  r = Receipt(failed, &read);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(r.kind, AnswerReceipt::Kind::kFrame);
+  EXPECT_EQ(r.code, grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(r.ok_characters, 0);
+
+  // Registrations, OK (status unset) and not.
+  v1::SessionResponse registered;
+  registered.mutable_registered()->set_kind("rig");
+  registered.mutable_registered()->set_id("load");
+  r = Receipt(registered, &read);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(r.kind, AnswerReceipt::Kind::kRegistered);
+  EXPECT_EQ(r.code, 0);
+  registered.mutable_registered()->mutable_status()->set_code(
+      grpc::StatusCode::ALREADY_EXISTS);
+  r = Receipt(registered, &read);
+  EXPECT_EQ(r.code, grpc::StatusCode::ALREADY_EXISTS);
+
+  // Nothing set, then bytes that are not a message.
+  r = Receipt(v1::SessionResponse(), &read);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(r.kind, AnswerReceipt::Kind::kNone);
+  for (const std::string& bad :
+       {std::string("\x12\x05\x08", 3),      // frame cut short
+        std::string("\x12\x02\x1a\x05", 4),  // character past its frame
+        std::string("\xff\xff\xff\xff\xff\xff", 6)}) {
+    google::protobuf::io::ArrayInputStream in(bad.data(),
+                                              static_cast<int>(bad.size()));
+    AnswerReceipt ignored;
+    EXPECT_FALSE(ReadAnswerReceipt(&in, &ignored));
   }
 }
 

@@ -581,6 +581,61 @@ absl::Status RunPipeline(const PipelineInput& input, LocalPose& pose,
   return absl::OkStatus();
 }
 
+namespace {
+
+// Checks one update against the op it names (`kind`): only fields that op
+// has, at least one of them, finite values. `where(leaf)` names the update's
+// field in errors.
+template <typename Where>
+absl::Status CheckOpUpdate(const v1::OpUpdate& update,
+                           v1::Operation::OpCase kind, Where where) {
+  const bool has_target =
+      kind == v1::Operation::kTwoBoneIk || kind == v1::Operation::kAimIk ||
+      kind == v1::Operation::kCcdIk || kind == v1::Operation::kFabrikIk;
+  struct Input {
+    bool set;
+    bool op_has_it;
+    const char* leaf;
+    const char* ops_with_it;
+  };
+  for (const Input& input :
+       {Input{update.has_target(), has_target, ".target",
+              "two_bone_ik, aim_ik, ccd_ik or fabrik_ik"},
+        Input{update.has_bend_goal(), kind == v1::Operation::kTwoBoneIk,
+              ".bend_goal", "two_bone_ik"},
+        Input{update.has_time(), kind == v1::Operation::kSampleClip, ".time",
+              "sample_clip"}}) {
+    if (input.set && !input.op_has_it) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where(input.leaf), ": op ", update.op(), " is ",
+          kind == v1::Operation::OP_NOT_SET
+              ? std::string("not set")
+              : absl::StrCat("a ", OperationName(kind)),
+          "; only a ", input.ops_with_it, " op takes this update"));
+    }
+  }
+  if (!update.has_target() && !update.has_bend_goal() && !update.has_time()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where(""), ": updates nothing (set target, bend_goal or time)"));
+  }
+  for (auto [set, value, leaf] :
+       {std::tuple{update.has_target(), &update.target(), ".target"},
+        std::tuple{update.has_bend_goal(), &update.bend_goal(),
+                   ".bend_goal"}}) {
+    // The name is built only for the error (see field_name.h).
+    if (set && !Vec3FromProto(*value, {}).ok()) {
+      return Vec3FromProto(*value, where(leaf)).status();
+    }
+  }
+  if (update.has_time() && !std::isfinite(update.time())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where(".time"), ": ", update.time(), " is not a finite time"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status IndexOpUpdates(const RepeatedPtrField<v1::Operation>& ops,
                             const RepeatedPtrField<v1::OpUpdate>& updates,
                             absl::string_view field, OpUpdatesByOp& by_op) {
@@ -603,50 +658,10 @@ absl::Status IndexOpUpdates(const RepeatedPtrField<v1::Operation>& ops,
           absl::StrCat(where(".op"), ": op ", update.op(),
                        " already has an update in this frame (one per op)"));
     }
-    const v1::Operation::OpCase kind = ops[update.op()].op_case();
-    const bool has_target =
-        kind == v1::Operation::kTwoBoneIk || kind == v1::Operation::kAimIk ||
-        kind == v1::Operation::kCcdIk || kind == v1::Operation::kFabrikIk;
-    struct Input {
-      bool set;
-      bool op_has_it;
-      const char* leaf;
-      const char* ops_with_it;
-    };
-    for (const Input& input :
-         {Input{update.has_target(), has_target, ".target",
-                "two_bone_ik, aim_ik, ccd_ik or fabrik_ik"},
-          Input{update.has_bend_goal(), kind == v1::Operation::kTwoBoneIk,
-                ".bend_goal", "two_bone_ik"},
-          Input{update.has_time(), kind == v1::Operation::kSampleClip, ".time",
-                "sample_clip"}}) {
-      if (input.set && !input.op_has_it) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where(input.leaf), ": op ", update.op(), " is ",
-            kind == v1::Operation::OP_NOT_SET
-                ? std::string("not set")
-                : absl::StrCat("a ", OperationName(kind)),
-            "; only a ", input.ops_with_it, " op takes this update"));
-      }
-    }
-    if (!update.has_target() && !update.has_bend_goal() && !update.has_time()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where(""),
-                       ": updates nothing (set target, bend_goal "
-                       "or time)"));
-    }
-    for (auto [set, value, leaf] :
-         {std::tuple{update.has_target(), &update.target(), ".target"},
-          std::tuple{update.has_bend_goal(), &update.bend_goal(),
-                     ".bend_goal"}}) {
-      // The name is built only for the error (see field_name.h).
-      if (set && !Vec3FromProto(*value, {}).ok()) {
-        return Vec3FromProto(*value, where(leaf)).status();
-      }
-    }
-    if (update.has_time() && !std::isfinite(update.time())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where(".time"), ": ", update.time(), " is not a finite time"));
+    if (absl::Status s =
+            CheckOpUpdate(update, ops[update.op()].op_case(), where);
+        !s.ok()) {
+      return s;
     }
     by_op[update.op()] = &update;
   }

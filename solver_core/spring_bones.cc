@@ -478,11 +478,12 @@ struct SpringLaneGroup {
   lanes::Block1T<W> limited;
   // For the output in lanes (SpringLaneLayoutW::lane_output): the group
   // whose lane k holds lane k's only child, or -1 when the lanes have no
-  // children; whether the lanes are joints (not dummy tips); and, for chain
-  // roots, the skeleton parent of each lane's joint (-1 at the skeleton
+  // children; whether the lanes are joints (not dummy tips); each lane's
+  // joint and, for chain roots, its skeleton parent (-1 at the skeleton
   // root).
   int child_group = -1;
   bool joints = false;
+  int joint[W];
   int parent_joint[W];
 };
 
@@ -649,6 +650,7 @@ void FindLaneOutput(absl::Span<const SpringParticle> particles,
     aligned = aligned && (root || group.parent_group >= 0);
     for (int k = 0; k < W; ++k) {
       const SpringParticle& pt = particles[group.particle[k]];
+      group.joint[k] = pt.joint;
       group.parent_joint[k] = pt.joint >= 0 ? skeleton_parents[pt.joint] : -1;
       // A chain root's parent is never simulated (chains do not nest);
       // checked all the same, as the lanes would not see it turn.

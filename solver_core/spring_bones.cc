@@ -476,6 +476,15 @@ struct SpringLaneGroup {
       radius, cos_limit, sin_limit;
   // 1 where the bone has an angle limit (limit_angle_degrees > 0), else 0.
   lanes::Block1T<W> limited;
+  // For the output in lanes (SpringLaneLayoutW::lane_output): the group
+  // whose lane k holds lane k's only child, or -1 when the lanes have no
+  // children; whether the lanes are joints (not dummy tips); each lane's
+  // joint and, for chain roots, its skeleton parent (-1 at the skeleton
+  // root).
+  int child_group = -1;
+  bool joints = false;
+  int joint[W];
+  int parent_joint[W];
 };
 
 // The joints whose output rotation turns toward their only simulated child,
@@ -505,6 +514,13 @@ struct SpringLaneLayoutW {
   std::vector<SpringLaneGroup<W>> groups;
   // Groups [0, first_bone_group) hold the chain roots, pinned to the pose.
   int first_bone_group = 0;
+  // Every group's lanes have one child each in the same lanes of one group
+  // (or none), are all joints or all dummy tips, and read their parents
+  // from one group in order (chains of one shape, the usual hair or skirt):
+  // the output rotations can then be worked out group by group from the
+  // lanes, with no gathering (Engine::ApplyInLanes). Otherwise they go by
+  // arc_groups and output_groups.
+  bool lane_output = false;
   std::vector<SpringLaneArcGroup<W>> arc_groups;
   std::vector<SpringLaneOutputGroup<W>> output_groups;
 };
@@ -607,12 +623,62 @@ int MaxDepth(absl::Span<const SpringParticle> particles) {
   return max_depth;
 }
 
+// Fills the groups' output fields and decides SpringLaneLayoutW::lane_output.
+template <int W>
+void FindLaneOutput(absl::Span<const SpringParticle> particles,
+                    absl::Span<const int> skeleton_parents,
+                    absl::Span<const int> particle_of_joint,
+                    SpringLaneLayoutW<W>* layout) {
+  std::vector<int> slot_of(particles.size(), -1);
+  for (size_t g = 0; g < layout->groups.size(); ++g) {
+    const SpringLaneGroup<W>& group = layout->groups[g];
+    for (int k = 0; k < W; ++k) {
+      if ((group.real >> k) & 1) {
+        slot_of[group.particle[k]] = W * static_cast<int>(g) + k;
+      }
+    }
+  }
+  bool aligned = true;
+  for (size_t g = 0; g < layout->groups.size(); ++g) {
+    SpringLaneGroup<W>& group = layout->groups[g];
+    const SpringParticle& first = particles[group.particle[0]];
+    const int child_slot =
+        first.num_children == 1 ? slot_of[first.first_child] : -1;
+    group.child_group = child_slot >= 0 ? child_slot / W : -1;
+    group.joints = first.joint >= 0;
+    const bool root = static_cast<int>(g) < layout->first_bone_group;
+    aligned = aligned && (root || group.parent_group >= 0);
+    for (int k = 0; k < W; ++k) {
+      const SpringParticle& pt = particles[group.particle[k]];
+      group.joint[k] = pt.joint;
+      group.parent_joint[k] = pt.joint >= 0 ? skeleton_parents[pt.joint] : -1;
+      // A chain root's parent is never simulated (chains do not nest);
+      // checked all the same, as the lanes would not see it turn.
+      if (root && group.parent_joint[k] >= 0) {
+        aligned = aligned && particle_of_joint[group.parent_joint[k]] < 0;
+      }
+      aligned = aligned && (pt.joint >= 0) == group.joints &&
+                pt.num_children == first.num_children;
+      if (((group.real >> k) & 1) && first.num_children == 1) {
+        aligned = aligned && slot_of[pt.first_child] == child_slot + k;
+      }
+    }
+    if (first.num_children > 1) aligned = false;
+    if (group.child_group >= 0) {
+      aligned = aligned && child_slot % W == 0 &&
+                layout->groups[group.child_group].real == group.real;
+    }
+  }
+  layout->lane_output = aligned;
+}
+
 template <int W>
 void BuildLaneLayoutW(absl::Span<const SpringParticle> particles,
                       absl::Span<const int> skeleton_parents,
                       absl::Span<const int> particle_of_joint,
                       SpringLaneLayoutW<W>* layout) {
   BuildParticleGroups(particles, layout);
+  FindLaneOutput(particles, skeleton_parents, particle_of_joint, layout);
   std::vector<int> arcs;
   std::vector<int> joints;
   for (int i = 0; i < static_cast<int>(particles.size()); ++i) {
@@ -967,14 +1033,12 @@ void Solver::Step(LaneEngine& engine, DynamicsState& s, const Transform& from,
 
 void Solver::ApplyToPose(LaneEngine& engine, const DynamicsState& s,
                          bool landed_on_frame) {
-  if (job_.output.data() != job_.input.data()) {
-    std::copy(job_.input.begin(), job_.input.end(), job_.output.begin());
+  if (job_.output.data() != job_.input.data() && !job_.input.empty()) {
+    // Bytes: Eigen's element-wise assignment is several times slower, and
+    // Validate ruled out a partial overlap.
+    std::memcpy(static_cast<void*>(job_.output.data()), job_.input.data(),
+                job_.input.size() * sizeof(Transform));
   }
-  const int n = rig_.num_particles();
-  // rotations[i] is only set, and read, where rotated[i] is 1; elsewhere
-  // the joint keeps its animated model rotation (sc_.model).
-  sc_.rotations.resize(n);
-  sc_.rotated.assign(n, 0);
   engine.Apply(s, landed_on_frame);
 }
 
@@ -1035,8 +1099,12 @@ void Solver::Simulate(LaneEngine& engine, DynamicsState& s,
   s.leftover_time = remaining;
   s.previous_component = step_from;
   if (steps > 0 && alpha == 1.0f) {
-    std::copy(sc_.pose_cs.begin(), sc_.pose_cs.end(),
-              s.previous_pose_positions.begin());
+    // Bytes, as in ApplyToPose.
+    if (!sc_.pose_cs.empty()) {
+      std::memcpy(static_cast<void*>(s.previous_pose_positions.data()),
+                  sc_.pose_cs.data(),
+                  sc_.pose_cs.size() * sizeof(Eigen::Vector3f));
+    }
   } else if (steps > 0) {
     for (int i = 0; i < rig_.num_particles(); ++i) {
       Eigen::Vector3f& a = s.previous_pose_positions[i];

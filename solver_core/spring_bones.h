@@ -287,6 +287,10 @@ struct SpringLaneBuffers {
   std::vector<lanes::Block3T<W>> settled;
   std::vector<lanes::Block1T<W>> pose_len;
   std::vector<uint8_t> moved;  // lane bits per group
+  // The output's model rotations, x, y, z and w blocks per group, and the
+  // lanes turned toward their child (lane bits per group).
+  std::vector<lanes::Block1T<W>> rotation;
+  std::vector<uint8_t> turned;
 };
 
 // Reusable buffers, so a steady stream of solves does not allocate. Holds no

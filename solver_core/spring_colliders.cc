@@ -27,6 +27,10 @@ absl::Status NonNegative(float value, int index, ColliderShape shape,
   return absl::OkStatus();
 }
 
+inline bool FiniteNonNegative(float value) {
+  return std::isfinite(value) && value >= 0.0f;
+}
+
 // Pushes `position` to distance `limit` from `anchor` along the direction
 // from the anchor, or along `fallback` when the point sits on the anchor.
 void PushToDistance(const Eigen::Vector3f& anchor, float limit,
@@ -190,8 +194,12 @@ absl::Status ValidateCollider(const SpringCollider& c, int index,
           absl::StrCat(Label(index, c.shape), ".attachment: unknown value ",
                        static_cast<int>(c.attachment)));
   }
-  if (!IsFinite(c.offset) || !(std::fabs(c.offset.rotation.norm() - 1.0f) <=
-                               kUnitQuaternionTolerance)) {
+  // IsFinite, inline: this runs for every collider of every frame.
+  const bool finite = c.offset.translation.allFinite() &&
+                      c.offset.rotation.coeffs().allFinite() &&
+                      c.offset.scale.allFinite();
+  if (!finite || !(std::fabs(c.offset.rotation.norm() - 1.0f) <=
+                   kUnitQuaternionTolerance)) {
     return ValidateTransform(c.offset,
                              absl::StrCat(Label(index, c.shape), ".offset"),
                              index, "collider");
@@ -202,17 +210,17 @@ absl::Status ValidateCollider(const SpringCollider& c, int index,
                      ".offset: scale must be (1, 1, 1); give sizes "
                      "in radius, length and half_extents"));
   }
-  if (absl::Status s = NonNegative(c.radius, index, c.shape, "radius");
-      !s.ok()) {
-    return s;
+  // NonNegative builds its message only on failure, but each call returns
+  // a Status: test first.
+  if (!FiniteNonNegative(c.radius)) {
+    return NonNegative(c.radius, index, c.shape, "radius");
   }
-  if (absl::Status s = NonNegative(c.length, index, c.shape, "length");
-      !s.ok()) {
-    return s;
+  if (!FiniteNonNegative(c.length)) {
+    return NonNegative(c.length, index, c.shape, "length");
   }
   for (int i = 0; i < 3; ++i) {
     const float e = c.half_extents[i];
-    if (!std::isfinite(e) || e < 0.0f) {
+    if (!FiniteNonNegative(e)) {
       return NonNegative(e, index, c.shape,
                          absl::StrCat("half_extents[", i, "]"));
     }

@@ -1096,6 +1096,103 @@ TEST(SpringBones, ChainsSolvedTogetherMatchEachChainSolvedAlone) {
   }
 }
 
+// Eight chains of one shape (dummy tips included) fill whole groups of
+// four lanes level by level, so their output rotations are worked out from
+// the lanes (SpringLaneLayoutW::lane_output); a chain solved alone has
+// padding lanes and takes the per-joint path. Both must give the same bits,
+// in both spaces, on frames that land on a step, fall between steps or take
+// none.
+TEST(SpringBones, LaneOutputMatchesEachChainSolvedAlone) {
+  SkeletonDesc d;
+  d.joint_names.push_back("body");
+  d.parents.push_back(kNoParent);
+  d.rest_pose.push_back(Transform::Identity());
+  std::vector<std::string> roots;
+  for (int c = 0; c < 8; ++c) {
+    const float angle = 2.0f * kPi * static_cast<float>(c) / 8.0f;
+    const Eigen::Vector3f out(std::cos(angle), 0.0f, std::sin(angle));
+    for (int b = 0; b <= 5; ++b) {
+      const std::string name = absl::StrCat("c", c, "_", b);
+      if (b == 0) roots.push_back(name);
+      d.joint_names.push_back(name);
+      d.parents.push_back(b == 0 ? 0 : static_cast<int>(d.parents.size()) - 1);
+      Transform t;
+      t.translation =
+          b == 0 ? Eigen::Vector3f(out * 10.0f + Eigen::Vector3f(0, 30, 0))
+                 : Eigen::Vector3f(out * 0.8f + Eigen::Vector3f(0, -4, 0));
+      d.rest_pose.push_back(t);
+    }
+  }
+  auto created = Skeleton::Create(d);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const Skeleton skeleton = *std::move(created);
+  const auto [body, hips, pack, floor] = MakeBodyColliders();
+
+  for (SimulationSpace space :
+       {SimulationSpace::kComponent, SimulationSpace::kWorld}) {
+    auto make_desc = [space](std::vector<std::string> root_joints) {
+      SpringRigDesc desc;
+      desc.root_joints = std::move(root_joints);
+      desc.space = space;
+      desc.dummy_tip_length = 2.0f;
+      desc.settings.radius = 1.0f;
+      desc.settings.limit_angle_degrees = 60.0f;
+      return desc;
+    };
+    Sim together(skeleton, make_desc(roots));
+    std::vector<std::unique_ptr<Sim>> alone;
+    for (const std::string& root : roots) {
+      alone.push_back(std::make_unique<Sim>(skeleton, make_desc({root})));
+    }
+    std::vector<Sim*> sims = {&together};
+    for (auto& sim : alone) sims.push_back(sim.get());
+    for (Sim* sim : sims) {
+      sim->forces.gravity = Gravity();
+      sim->colliders = {body, hips, pack, floor};
+    }
+    LocalPose input = RestPose(skeleton);
+    for (int frame = 0; frame < 240; ++frame) {
+      const float t = static_cast<float>(frame) / 60.0f;
+      // The animation sways every bone, so the animated bones change.
+      for (int j = 1; j < skeleton.num_joints(); ++j) {
+        input[j].rotation = Eigen::Quaternionf(Eigen::AngleAxisf(
+            0.3f * std::sin(2.1f * t + 0.37f * static_cast<float>(j)),
+            Eigen::Vector3f::UnitZ()));
+      }
+      const float a = 2.0f * kPi * t / 4.0f;
+      Transform component;
+      component.translation =
+          Eigen::Vector3f(100.0f * std::cos(a), 0.0f, 100.0f * std::sin(a));
+      component.rotation = Eigen::AngleAxisf(-a, Eigen::Vector3f::UnitY());
+      const float dt = frame % 5 == 1   ? 0.0f
+                       : frame % 5 == 3 ? 1.0f / 150.0f
+                                        : 2.5f / 60.0f;
+      for (Sim* sim : sims) {
+        ASSERT_TRUE(sim->Frame(input, dt, component).ok()) << "frame " << frame;
+      }
+      for (size_t c = 0; c < alone.size(); ++c) {
+        const Sim& single = *alone[c];
+        for (int i = 0; i < single.rig.num_particles(); ++i) {
+          const SpringParticle& pt = single.rig.particles()[i];
+          const int leaf = pt.joint >= 0
+                               ? pt.joint
+                               : single.rig.particles()[pt.parent].joint;
+          int j = together.rig.ParticleOfJoint(leaf);
+          if (pt.joint < 0) j = together.rig.particles()[j].first_child;
+          ASSERT_EQ(single.state.positions[i], together.state.positions[j])
+              << "chain " << c << " particle " << i << " frame " << frame;
+          if (pt.joint >= 0) {
+            ASSERT_EQ(single.output[pt.joint].rotation.coeffs(),
+                      together.output[pt.joint].rotation.coeffs())
+                << "space " << static_cast<int>(space) << " chain " << c
+                << " joint " << pt.joint << " frame " << frame;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(SpringBones, BranchingJointKeepsItsAnimatedRotation) {
   // A "Y": fork with two simulated branches. The fork has two simulated
   // children, so it keeps its animated model-space rotation (KawaiiPhysics'

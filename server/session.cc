@@ -184,7 +184,8 @@ void Session::HandleFrame(const v1::Frame& frame, v1::FrameResult* result) {
   last_sequence_ = frame.sequence();
   ++stats_.frames;
   OperationTimings timings;
-  OperationTimings* gathered = metrics_ != nullptr ? &timings : nullptr;
+  OperationTimings* gathered =
+      metrics_ != nullptr && metrics_->times_operations() ? &timings : nullptr;
   for (int i = 0; i < frame.characters_size(); ++i) {
     v1::CharacterResult* out = result->add_characters();
     out->set_character_id(frame.characters(i).character_id());
@@ -200,7 +201,7 @@ void Session::HandleFrame(const v1::Frame& frame, v1::FrameResult* result) {
     }
     SetStatus(s, out);
   }
-  if (metrics_ != nullptr) metrics_->AddTimings(timings);
+  if (gathered != nullptr) metrics_->AddTimings(timings);
 }
 
 absl::Status Session::SolveCharacter(const v1::Frame& frame, int index,

@@ -152,11 +152,12 @@ absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
                    SkeletonCache& skeletons, const StopCheck& stop,
                    v1::SolveResponse* response, Metrics* metrics) {
   OperationTimings timings;
+  OperationTimings* gathered =
+      metrics != nullptr && metrics->times_operations() ? &timings : nullptr;
   const absl::Status status =
-      SolveCharacters(request, config, skeletons, stop, response,
-                      metrics != nullptr ? &timings : nullptr);
+      SolveCharacters(request, config, skeletons, stop, response, gathered);
   // Ops that ran count even when a later character failed.
-  if (metrics != nullptr) metrics->AddTimings(timings);
+  if (gathered != nullptr) metrics->AddTimings(timings);
   return status;
 }
 

@@ -29,6 +29,10 @@ ABSL_FLAG(int, threads, 0, "Threads that run solves; 0 = one per core.");
 ABSL_FLAG(int64_t, inline_request_bytes, 8 << 10,
           "Requests up to this size are solved on the gRPC thread that read "
           "them (no hand-off to the solver threads); 0: never.");
+ABSL_FLAG(absl::Duration, batch_inline_quiet, absl::Seconds(1),
+          "Larger requests are solved on the gRPC thread too once no request "
+          "up to --inline_request_bytes has arrived for this long (a "
+          "batch-only load); inf: never.");
 ABSL_FLAG(std::string, log_level, "info",
           "Log level: trace, debug, info, warn, error, critical or off.");
 ABSL_FLAG(int64_t, max_message_bytes, 16 << 20,
@@ -99,6 +103,7 @@ int Run() {
   config.listen = absl::GetFlag(FLAGS_listen);
   config.threads = absl::GetFlag(FLAGS_threads);
   config.inline_request_bytes = absl::GetFlag(FLAGS_inline_request_bytes);
+  config.batch_inline_quiet = absl::GetFlag(FLAGS_batch_inline_quiet);
   config.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   config.max_joints_per_skeleton = absl::GetFlag(FLAGS_max_joints);
   config.max_characters_per_batch = absl::GetFlag(FLAGS_max_characters);

@@ -183,11 +183,10 @@ class PoseWireService::SessionReactor final
       End(grpc::Status::OK);
       return;
     }
-    // Small requests are solved right here (see
-    // ServerConfig::inline_request_bytes); either way one task per
-    // session runs at a time, since the next read starts after the write.
-    if (static_cast<int64_t>(request_bytes_.Length()) <=
-        service_->config_.inline_request_bytes) {
+    // Small requests (and, under a batch-only load, large ones) are solved
+    // right here (see RequestPlacement); either way one task per session
+    // runs at a time, since the next read starts after the write.
+    if (service_->placement_.SolveInline(request_bytes_.Length())) {
       AnswerMessage();
     } else {
       service_->pool_->Submit([this] { AnswerMessage(); });
@@ -338,7 +337,8 @@ PoseWireService::PoseWireService(const ServerConfig& config, Metrics* metrics,
       metrics_(metrics),
       auth_tokens_(std::move(auth_tokens)),
       skeletons_(config.skeleton_cache_size),
-      pool_(std::make_unique<WorkerPool>(config.EffectiveThreads())) {
+      pool_(std::make_unique<WorkerPool>(config.EffectiveThreads())),
+      placement_(config.inline_request_bytes, config.batch_inline_quiet) {
   info_.set_version(kVersion);
   info_.set_git_revision(kGitRevision);
   info_.set_solver_threads(pool_->size());
@@ -460,9 +460,8 @@ grpc::ServerUnaryReactor* PoseWireService::Solve(
     HandOffToGrpc(reactor);
     reactor->Finish(ToGrpcStatus(status));
   };
-  // As for Session messages: small calls are answered on this gRPC thread.
-  if (static_cast<int64_t>(request_bytes->Length()) <=
-      config_.inline_request_bytes) {
+  // As for Session messages.
+  if (placement_.SolveInline(request_bytes->Length())) {
     answer();
   } else {
     pool_->Submit(std::move(answer));

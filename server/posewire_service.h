@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "posewire/v1/posewire.grpc.pb.h"
 #include "server/metrics.h"
+#include "server/request_placement.h"
 #include "server/server_config.h"
 #include "server/skeleton_cache.h"
 #include "server/worker_pool.h"
@@ -87,6 +88,7 @@ class PoseWireService final : public PoseWireCallbackBase {
   // Declared last so it is destroyed first: its threads finish their tasks
   // while everything those tasks touch still exists.
   std::unique_ptr<WorkerPool> pool_;
+  RequestPlacement placement_;
 };
 
 }  // namespace posewire::server

@@ -19,6 +19,11 @@ absl::Status ServerConfig::Validate() const {
         absl::StrCat("--inline_request_bytes: ", inline_request_bytes,
                      " is outside [0, 1048576]"));
   }
+  if (batch_inline_quiet < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--batch_inline_quiet: ", absl::FormatDuration(batch_inline_quiet),
+        " is negative; use 0 (always inline) up to inf (never)"));
+  }
   // gRPC stores the limit in an int; 1 KiB is too small for any real frame.
   if (max_message_bytes < 1024 || max_message_bytes > INT32_MAX) {
     return absl::InvalidArgumentError(

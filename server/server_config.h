@@ -23,6 +23,11 @@ struct ServerConfig {
   // latency tail. Larger requests (batches, registrations) keep going to the
   // pool so they never hold up gRPC's threads. 0: everything on the pool.
   int64_t inline_request_bytes = 8 << 10;
+  // ...unless no request up to inline_request_bytes has arrived for this
+  // long: then nobody waits on gRPC's threads, and larger requests are
+  // solved inline too (a batch-only load; see request_placement.h).
+  // absl::InfiniteDuration(): larger requests always go to the pool.
+  absl::Duration batch_inline_quiet = absl::Seconds(1);
   // Largest message accepted or sent, in bytes.
   int64_t max_message_bytes = 16 << 20;
   int max_joints_per_skeleton = 1024;

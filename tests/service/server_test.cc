@@ -11,10 +11,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "posewire/v1/posewire.grpc.pb.h"
 #include "server/pipeline.h"
+#include "server/request_placement.h"
 #include "server/version.h"
 
 namespace posewire::server {
@@ -189,6 +191,44 @@ TEST(ServerStartTest, InvalidConfigurationIsRejectedWithTheFlagName) {
     EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(server.status().message(), HasSubstr("--inline_request_bytes"));
   }
+
+  config.inline_request_bytes = ServerConfig{}.inline_request_bytes;
+  config.batch_inline_quiet = absl::Milliseconds(-1);
+  server = PosewireServer::Start(config);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(server.status().message(), HasSubstr("--batch_inline_quiet"));
+}
+
+// Small requests are always solved inline; large ones only once small ones
+// have been absent for the quiet time, and never with inline_bytes 0 or an
+// infinite quiet time.
+TEST(RequestPlacementTest, LargeRequestsGoInlineOnlyWhenSmallOnesStayAway) {
+  constexpr size_t kSmall = 1000, kLarge = 100000;
+  RequestPlacement fresh(8192, absl::Hours(1));
+  // No small request yet: a batch-only server solves inline from the start.
+  EXPECT_TRUE(fresh.SolveInline(kLarge));
+  EXPECT_TRUE(fresh.SolveInline(kSmall));
+  EXPECT_FALSE(fresh.SolveInline(kLarge));  // a small one came just now
+  EXPECT_TRUE(fresh.SolveInline(8192));     // the limit is inclusive
+  EXPECT_FALSE(fresh.SolveInline(8193));
+
+  RequestPlacement quick(8192, absl::Milliseconds(20));
+  EXPECT_TRUE(quick.SolveInline(kSmall));
+  EXPECT_FALSE(quick.SolveInline(kLarge));
+  absl::SleepFor(absl::Milliseconds(60));
+  EXPECT_TRUE(quick.SolveInline(kLarge));
+
+  RequestPlacement always(8192, absl::ZeroDuration());
+  EXPECT_TRUE(always.SolveInline(kSmall));
+  EXPECT_TRUE(always.SolveInline(kLarge));
+
+  RequestPlacement never(8192, absl::InfiniteDuration());
+  EXPECT_FALSE(never.SolveInline(kLarge));
+  EXPECT_TRUE(never.SolveInline(kSmall));
+
+  RequestPlacement pool_only(0, absl::ZeroDuration());
+  EXPECT_FALSE(pool_only.SolveInline(0));
+  EXPECT_FALSE(pool_only.SolveInline(kLarge));
 }
 
 TEST(ServerStartTest, PortInUseIsUnavailable) {

@@ -991,6 +991,76 @@ BodyColliders MakeBodyColliders() {
   return c;
 }
 
+// One sim of every chain in `roots` together and one per chain alone, all
+// under gravity and the same colliders, stepped alike: the two must agree
+// bit for bit (positions, previous positions, output rotations).
+class TogetherAndAlone {
+ public:
+  template <typename MakeDesc>
+  TogetherAndAlone(const Skeleton& skeleton,
+                   const std::vector<std::string>& roots, MakeDesc make_desc,
+                   const std::vector<SpringCollider>& colliders)
+      : together_(skeleton, make_desc(roots)) {
+    for (const std::string& root : roots) {
+      alone_.push_back(std::make_unique<Sim>(skeleton, make_desc({root})));
+    }
+    ForEach([&](Sim& sim) {
+      sim.forces.gravity = Gravity();
+      sim.colliders = colliders;
+    });
+  }
+
+  // Steps every sim; false (with a test failure) if one fails.
+  bool Frame(const LocalPose& input, float dt, const Transform& component) {
+    bool ok = true;
+    ForEach([&](Sim& sim) {
+      const absl::Status s = sim.Frame(input, dt, component);
+      EXPECT_TRUE(s.ok()) << s;
+      ok = ok && s.ok();
+    });
+    return ok;
+  }
+
+  // Each chain alone against the same particles of the combined rig (by
+  // joint, or for a dummy tip by its leaf). `context` names the frame.
+  void ExpectSame(const std::string& context) const {
+    for (size_t c = 0; c < alone_.size(); ++c) {
+      const Sim& single = *alone_[c];
+      for (int i = 0; i < single.rig.num_particles(); ++i) {
+        const SpringParticle& pt = single.rig.particles()[i];
+        const int leaf =
+            pt.joint >= 0 ? pt.joint : single.rig.particles()[pt.parent].joint;
+        int j = together_.rig.ParticleOfJoint(leaf);
+        if (pt.joint < 0) {
+          const SpringParticle& leaf_pt = together_.rig.particles()[j];
+          ASSERT_EQ(leaf_pt.num_children, 1);
+          j = leaf_pt.first_child;
+        }
+        ASSERT_EQ(single.state.positions[i], together_.state.positions[j])
+            << context << " chain " << c << " particle " << i;
+        ASSERT_EQ(single.state.previous_positions[i],
+                  together_.state.previous_positions[j])
+            << context << " chain " << c << " particle " << i;
+        if (pt.joint >= 0) {
+          ASSERT_EQ(single.output[pt.joint].rotation.coeffs(),
+                    together_.output[pt.joint].rotation.coeffs())
+              << context << " chain " << c << " joint " << pt.joint;
+        }
+      }
+    }
+  }
+
+ private:
+  template <typename F>
+  void ForEach(F f) {
+    f(together_);
+    for (auto& sim : alone_) f(*sim);
+  }
+
+  Sim together_;
+  std::vector<std::unique_ptr<Sim>> alone_;
+};
+
 TEST(SpringBones, ChainsSolvedTogetherMatchEachChainSolvedAlone) {
   SkeletonDesc d;
   d.joint_names.push_back("body");
@@ -1042,17 +1112,7 @@ TEST(SpringBones, ChainsSolvedTogetherMatchEachChainSolvedAlone) {
     desc.curves.stiffness = {{0.0f, 2.0f}, {1.0f, 0.5f}};
     return desc;
   };
-  Sim together(skeleton, make_desc(roots));
-  std::vector<std::unique_ptr<Sim>> alone;
-  for (const std::string& root : roots) {
-    alone.push_back(std::make_unique<Sim>(skeleton, make_desc({root})));
-  }
-  std::vector<Sim*> sims = {&together};
-  for (auto& sim : alone) sims.push_back(sim.get());
-  for (Sim* sim : sims) {
-    sim->forces.gravity = Gravity();
-    sim->colliders = {body, hips, pack, floor};
-  }
+  TogetherAndAlone sims(skeleton, roots, make_desc, {body, hips, pack, floor});
 
   const LocalPose input = RestPose(skeleton);
   for (int frame = 0; frame < 360; ++frame) {
@@ -1065,34 +1125,8 @@ TEST(SpringBones, ChainsSolvedTogetherMatchEachChainSolvedAlone) {
         Eigen::Vector3f(100.0f * std::cos(a), 0.0f, 100.0f * std::sin(a));
     component.rotation = Eigen::AngleAxisf(-a, Eigen::Vector3f::UnitY());
     const float dt = frame % 7 == 3 ? 2.5f / 60.0f : 1.0f / 60.0f;
-    for (Sim* sim : sims) {
-      ASSERT_TRUE(sim->Frame(input, dt, component).ok()) << "frame " << frame;
-    }
-    for (size_t c = 0; c < alone.size(); ++c) {
-      const Sim& single = *alone[c];
-      for (int i = 0; i < single.rig.num_particles(); ++i) {
-        const SpringParticle& pt = single.rig.particles()[i];
-        // The same particle in the combined rig: by joint, or for a dummy
-        // tip by its leaf.
-        const int leaf =
-            pt.joint >= 0 ? pt.joint : single.rig.particles()[pt.parent].joint;
-        int j = together.rig.ParticleOfJoint(leaf);
-        if (pt.joint < 0) {
-          const SpringParticle& leaf_pt = together.rig.particles()[j];
-          ASSERT_EQ(leaf_pt.num_children, 1);
-          j = leaf_pt.first_child;
-        }
-        ASSERT_EQ(single.state.positions[i], together.state.positions[j])
-            << "chain " << c << " particle " << i << " frame " << frame;
-        ASSERT_EQ(single.state.previous_positions[i],
-                  together.state.previous_positions[j]);
-        if (pt.joint >= 0) {
-          ASSERT_EQ(single.output[pt.joint].rotation.coeffs(),
-                    together.output[pt.joint].rotation.coeffs())
-              << "chain " << c << " joint " << pt.joint << " frame " << frame;
-        }
-      }
-    }
+    ASSERT_TRUE(sims.Frame(input, dt, component)) << "frame " << frame;
+    ASSERT_NO_FATAL_FAILURE(sims.ExpectSame(absl::StrCat("frame ", frame)));
   }
 }
 
@@ -1139,17 +1173,8 @@ TEST(SpringBones, LaneOutputMatchesEachChainSolvedAlone) {
       desc.settings.limit_angle_degrees = 60.0f;
       return desc;
     };
-    Sim together(skeleton, make_desc(roots));
-    std::vector<std::unique_ptr<Sim>> alone;
-    for (const std::string& root : roots) {
-      alone.push_back(std::make_unique<Sim>(skeleton, make_desc({root})));
-    }
-    std::vector<Sim*> sims = {&together};
-    for (auto& sim : alone) sims.push_back(sim.get());
-    for (Sim* sim : sims) {
-      sim->forces.gravity = Gravity();
-      sim->colliders = {body, hips, pack, floor};
-    }
+    TogetherAndAlone sims(skeleton, roots, make_desc,
+                          {body, hips, pack, floor});
     LocalPose input = RestPose(skeleton);
     for (int frame = 0; frame < 240; ++frame) {
       const float t = static_cast<float>(frame) / 60.0f;
@@ -1167,28 +1192,9 @@ TEST(SpringBones, LaneOutputMatchesEachChainSolvedAlone) {
       const float dt = frame % 5 == 1   ? 0.0f
                        : frame % 5 == 3 ? 1.0f / 150.0f
                                         : 2.5f / 60.0f;
-      for (Sim* sim : sims) {
-        ASSERT_TRUE(sim->Frame(input, dt, component).ok()) << "frame " << frame;
-      }
-      for (size_t c = 0; c < alone.size(); ++c) {
-        const Sim& single = *alone[c];
-        for (int i = 0; i < single.rig.num_particles(); ++i) {
-          const SpringParticle& pt = single.rig.particles()[i];
-          const int leaf = pt.joint >= 0
-                               ? pt.joint
-                               : single.rig.particles()[pt.parent].joint;
-          int j = together.rig.ParticleOfJoint(leaf);
-          if (pt.joint < 0) j = together.rig.particles()[j].first_child;
-          ASSERT_EQ(single.state.positions[i], together.state.positions[j])
-              << "chain " << c << " particle " << i << " frame " << frame;
-          if (pt.joint >= 0) {
-            ASSERT_EQ(single.output[pt.joint].rotation.coeffs(),
-                      together.output[pt.joint].rotation.coeffs())
-                << "space " << static_cast<int>(space) << " chain " << c
-                << " joint " << pt.joint << " frame " << frame;
-          }
-        }
-      }
+      ASSERT_TRUE(sims.Frame(input, dt, component)) << "frame " << frame;
+      ASSERT_NO_FATAL_FAILURE(sims.ExpectSame(
+          absl::StrCat("space ", static_cast<int>(space), " frame ", frame)));
     }
   }
 }

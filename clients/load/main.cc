@@ -196,10 +196,7 @@ int FrameCode(const AnswerReceipt& receipt, int64_t* ok_characters) {
 
 // How the workload's session frames carry their per-frame inputs.
 const char* FrameForm(const Workload& w) {
-  const bool updates = !w.frames.empty() &&
-                       w.frames[0].frame().characters_size() > 0 &&
-                       w.frames[0].frame().characters(0).op_updates_size() > 0;
-  return updates ? "op_updates" : "ops";
+  return w.frames_send_op_updates ? "op_updates" : "ops";
 }
 
 int RegisteredCode(const AnswerReceipt& receipt) {

@@ -198,16 +198,14 @@ class Builder {
 
   // The same frame as Ops(mix, t) for a pipeline registered with Ops(mix,
   // 0), as op updates: the clip time, and each limb's target and bend goal.
-  // False for mixes whose per-frame inputs updates cannot carry (blend
-  // layer times, full-body effectors): those frames send their ops.
-  bool Updates(
+  // Only for mixes that TakesUpdates.
+  void Updates(
       const std::string& mix, float t,
       google::protobuf::RepeatedPtrField<v1::OpUpdate>* updates) const {
-    if (mix != "fk_ik" && mix != "spring") return false;
     v1::OpUpdate* sample = updates->Add();
     sample->set_op(0);
     sample->set_time(Wrap(t));
-    if (mix == "spring") return true;
+    if (mix == "spring") return;
     const std::vector<LimbGoal> goals =
         LimbGoals(Model(Sample(t)), Model(Sample(t + 0.2f)));
     for (size_t i = 0; i < goals.size(); ++i) {
@@ -216,7 +214,12 @@ class Builder {
       *update->mutable_target() = ToVec3(goals[i].target);
       *update->mutable_bend_goal() = ToVec3(goals[i].bend_goal);
     }
-    return true;
+  }
+
+  // Whether op updates can carry `mix`'s per-frame inputs: not blend layer
+  // times or full-body effectors, whose frames send their ops.
+  static bool TakesUpdates(const std::string& mix) {
+    return mix == "fk_ik" || mix == "spring";
   }
 
  private:
@@ -298,6 +301,7 @@ absl::StatusOr<Workload> BuildWorkload(const ImportedAsset& asset,
     }
   }
 
+  w.frames_send_op_updates = options.op_updates && Builder::TakesUpdates(mix);
   // Message variants: every character at its own clip time.
   for (int v = 0; v < options.variants; ++v) {
     v1::SessionRequest frame;
@@ -313,8 +317,9 @@ absl::StatusOr<Workload> BuildWorkload(const ImportedAsset& asset,
       cf->set_want_model_pose(true);
       v1::CharacterFrame full;
       builder.Ops(mix, t, full.mutable_ops());
-      if (!options.op_updates ||
-          !builder.Updates(mix, t, cf->mutable_op_updates())) {
+      if (w.frames_send_op_updates) {
+        builder.Updates(mix, t, cf->mutable_op_updates());
+      } else {
         *cf->mutable_ops() = full.ops();
       }
 

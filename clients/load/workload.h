@@ -44,6 +44,8 @@ struct Workload {
   std::vector<v1::SolveRequest> solve_by_hash;
   std::string skeleton_hash;
   int joints = 0;
+  // Whether the session frames carry op updates (else whole ops).
+  bool frames_send_op_updates = false;
 };
 
 // Builds the workload for `asset` (its first clip). Fails with

@@ -1061,6 +1061,30 @@ class TogetherAndAlone {
   std::vector<std::unique_ptr<Sim>> alone_;
 };
 
+// Appends to `d` (whose joint 0 is the body) chain `c` of `count`, hanging
+// from the body toward the circle's `c`-th direction: a root and `bones`
+// bones, named c<c>_0.. . Returns the index of its first bone.
+int AddHangingChain(SkeletonDesc& d, int c, int count, int bones,
+                    std::vector<std::string>& roots) {
+  const float angle =
+      2.0f * kPi * static_cast<float>(c) / static_cast<float>(count);
+  const Eigen::Vector3f out(std::cos(angle), 0.0f, std::sin(angle));
+  int first_bone = -1;
+  for (int b = 0; b <= bones; ++b) {
+    const std::string name = absl::StrCat("c", c, "_", b);
+    if (b == 0) roots.push_back(name);
+    d.joint_names.push_back(name);
+    d.parents.push_back(b == 0 ? 0 : static_cast<int>(d.parents.size()) - 1);
+    Transform t;
+    t.translation =
+        b == 0 ? Eigen::Vector3f(out * 10.0f + Eigen::Vector3f(0, 30, 0))
+               : Eigen::Vector3f(out * 0.8f + Eigen::Vector3f(0, -4, 0));
+    d.rest_pose.push_back(t);
+    if (b == 1) first_bone = static_cast<int>(d.parents.size()) - 1;
+  }
+  return first_bone;
+}
+
 TEST(SpringBones, ChainsSolvedTogetherMatchEachChainSolvedAlone) {
   SkeletonDesc d;
   d.joint_names.push_back("body");
@@ -1069,21 +1093,7 @@ TEST(SpringBones, ChainsSolvedTogetherMatchEachChainSolvedAlone) {
   const int lengths[] = {3, 7, 2, 5, 6};
   std::vector<std::string> roots;
   for (int c = 0; c < 5; ++c) {
-    const float angle = 2.0f * kPi * static_cast<float>(c) / 5.0f;
-    const Eigen::Vector3f out(std::cos(angle), 0.0f, std::sin(angle));
-    int fork = -1;
-    for (int b = 0; b <= lengths[c]; ++b) {
-      const std::string name = absl::StrCat("c", c, "_", b);
-      if (b == 0) roots.push_back(name);
-      d.joint_names.push_back(name);
-      d.parents.push_back(b == 0 ? 0 : static_cast<int>(d.parents.size()) - 1);
-      Transform t;
-      t.translation =
-          b == 0 ? Eigen::Vector3f(out * 10.0f + Eigen::Vector3f(0, 30, 0))
-                 : Eigen::Vector3f(out * 0.8f + Eigen::Vector3f(0, -4, 0));
-      d.rest_pose.push_back(t);
-      if (b == 1) fork = static_cast<int>(d.parents.size()) - 1;
-    }
+    const int fork = AddHangingChain(d, c, 5, lengths[c], roots);
     if (c == 3) {
       // A side branch: its bones' parents sit at another lane position.
       for (int k = 0; k < 3; ++k) {
@@ -1142,21 +1152,7 @@ TEST(SpringBones, LaneOutputMatchesEachChainSolvedAlone) {
   d.parents.push_back(kNoParent);
   d.rest_pose.push_back(Transform::Identity());
   std::vector<std::string> roots;
-  for (int c = 0; c < 8; ++c) {
-    const float angle = 2.0f * kPi * static_cast<float>(c) / 8.0f;
-    const Eigen::Vector3f out(std::cos(angle), 0.0f, std::sin(angle));
-    for (int b = 0; b <= 5; ++b) {
-      const std::string name = absl::StrCat("c", c, "_", b);
-      if (b == 0) roots.push_back(name);
-      d.joint_names.push_back(name);
-      d.parents.push_back(b == 0 ? 0 : static_cast<int>(d.parents.size()) - 1);
-      Transform t;
-      t.translation =
-          b == 0 ? Eigen::Vector3f(out * 10.0f + Eigen::Vector3f(0, 30, 0))
-                 : Eigen::Vector3f(out * 0.8f + Eigen::Vector3f(0, -4, 0));
-      d.rest_pose.push_back(t);
-    }
-  }
+  for (int c = 0; c < 8; ++c) AddHangingChain(d, c, 8, 5, roots);
   auto created = Skeleton::Create(d);
   ASSERT_TRUE(created.ok()) << created.status();
   const Skeleton skeleton = *std::move(created);

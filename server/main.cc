@@ -17,6 +17,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/server.h"
 #include "server/version.h"
@@ -169,5 +170,10 @@ int main(int argc, char** argv) {
       "posewire-server: networked animation solver.\n"
       "Usage: posewire-server [--listen=HOST:PORT] [--threads=N] ...");
   absl::ParseCommandLine(argc, argv);
+  // Debian builds Abseil without NDEBUG, which leaves absl::Mutex's
+  // deadlock detector on: every lock of gRPC's (grpc_core::Mutex is an
+  // absl::Mutex) then updates a global lock graph under a global spinlock.
+  // That is a debugging aid for tests, not for a serving process.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   return Run();
 }

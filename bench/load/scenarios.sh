@@ -19,6 +19,10 @@
 # Every posewire-load run also runs the identical work in process (on as
 # many threads as the server has solver threads, same duration) and reports
 # the ratio service/in-process.
+# The generator's network phase runs on the last CPU only (--cpus), so the
+# tool stands in for remote clients without roaming onto the core where a
+# server thread is about to be woken; the servers and the in-process
+# baseline use every CPU. GENERATOR_CPUS=all leaves the generator free.
 set -euo pipefail
 
 build=$(cd "$1" && pwd)
@@ -30,6 +34,9 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 server_bin=$build/server/posewire-server
 load_bin=$build/clients/posewire-load
 mkdir -p "$out"
+generator_cpus=${GENERATOR_CPUS:-$(($(nproc) - 1))}
+cpus_arg=()
+[[ $generator_cpus == all ]] || cpus_arg=(--cpus="$generator_cpus")
 
 pids=()
 cleanup() {
@@ -108,7 +115,7 @@ for scenario in $scenarios; do
       *) echo "unknown scenario $scenario" >&2; exit 2 ;;
     esac
     cmd=("$load_bin" "--server=127.0.0.1:$port" "${args[@]}" --op_mix=fk_ik
-         --duration="$duration" --json="$json")
+         --duration="$duration" "${cpus_arg[@]}" --json="$json")
     echo "== $scenario run $run: ${cmd[*]}"
     "${cmd[@]}" >"$log" 2>&1 || echo "(posewire-load exited $?: errors)"
     grep -E '^(service|in-process|ratio| )' "$log" || true

@@ -39,8 +39,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "clients/cpp/posewire_client.h"
 #include "clients/load/answer_receipt.h"
+#include "clients/load/cpu_list.h"
 #include "clients/load/frame_encoder.h"
 #include "clients/load/workload.h"
 #include "google/protobuf/arena.h"
@@ -77,6 +79,11 @@ ABSL_FLAG(int, baseline_threads, 0,
           "Threads of the in-process baseline; 0: the server's solver "
           "threads (GetInfo), so both sides solve on the same threads.");
 ABSL_FLAG(std::string, json, "", "Also write the report as JSON to this file.");
+ABSL_FLAG(std::string, cpus, "",
+          "CPUs the generator's network phase runs on, e.g. 1 or 2-3 (as "
+          "taskset -c); empty: every CPU. On a machine shared with the "
+          "server, keeps the generator off the server's cores. The "
+          "in-process baseline always runs on every CPU.");
 
 namespace posewire::load {
 namespace {
@@ -924,6 +931,28 @@ int Main() {
     return 2;
   }
 
+  // Confined before the first gRPC call, so gRPC's threads inherit it.
+  absl::StatusOr<cpu_set_t> all_cpus = ThreadAffinity();
+  if (!all_cpus.ok()) {
+    std::fprintf(stderr, "%s\n", all_cpus.status().ToString().c_str());
+    return 1;
+  }
+  const std::string cpus_flag = absl::GetFlag(FLAGS_cpus);
+  std::string generator_cpus = "all";
+  if (!cpus_flag.empty()) {
+    absl::StatusOr<cpu_set_t> cpus = ParseCpuList(cpus_flag, *all_cpus);
+    if (!cpus.ok()) {
+      std::fprintf(stderr, "--cpus=%s: %s\n", cpus_flag.c_str(),
+                   std::string(cpus.status().message()).c_str());
+      return 2;
+    }
+    if (absl::Status s = SetThreadAffinity(*cpus); !s.ok()) {
+      std::fprintf(stderr, "--cpus: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    generator_cpus = FormatCpuList(*cpus);
+  }
+
   const std::string address = absl::GetFlag(FLAGS_server);
   client::ClientOptions client_options;
   auto info = client::Client::Connect(address, client_options)->GetInfo();
@@ -966,13 +995,13 @@ int Main() {
       "posewire-load: %s, %s mode, %d %s, %d characters/message, op_mix %s "
       "(frames send %s), rate %s, %.1f s; server %s (version %s, %u solver "
       "threads), "
-      "%d joints\n",
+      "%d joints; generator on CPUs %s\n",
       address.c_str(), mode.c_str(), c.senders,
       c.stream ? "streams" : "callers", c.characters, op_mix.c_str(),
       FrameForm(w),
       c.rate > 0 ? absl::StrCat(c.rate, " Hz").c_str() : "open loop",
       c.duration, address.c_str(), info->version().c_str(),
-      info->solver_threads(), w.joints);
+      info->solver_threads(), w.joints, generator_cpus.c_str());
 
   // Channels: separate connections (a local subchannel pool each).
   std::vector<ChannelStubs> stubs;
@@ -1003,6 +1032,11 @@ int Main() {
                                    ? absl::GetFlag(FLAGS_baseline_threads)
                                    : std::max(1u, info->solver_threads());
   if (baseline) {
+    // The baseline's threads start from here: every CPU, whatever --cpus.
+    if (absl::Status s = SetThreadAffinity(*all_cpus); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.ToString().c_str());
+      return 1;
+    }
     std::printf("in-process baseline on %d threads\n",
                 std::min(baseline_threads, c.senders));
     local =
@@ -1023,9 +1057,9 @@ int Main() {
         "{\"server\": \"%s\", \"mode\": \"%s\", \"senders\": %d, "
         "\"characters\": %d, \"op_mix\": \"%s\", \"frames_send\": \"%s\", "
         "\"rate\": %.3f, \"duration\": %.3f, \"joints\": %d, "
-        "\"service\": %s",
+        "\"generator_cpus\": \"%s\", \"service\": %s",
         address, mode, c.senders, c.characters, op_mix, FrameForm(w), c.rate,
-        c.duration, w.joints, Json(network));
+        c.duration, w.joints, generator_cpus, Json(network));
     if (baseline) {
       out << ", \"in_process\": " << Json(local)
           << absl::StrFormat(
@@ -1050,5 +1084,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Load generator for a posewire server, with an in-process baseline.");
   absl::ParseCommandLine(argc, argv);
+  // As in posewire-server (server/main.cc): no debug deadlock detection on
+  // gRPC's locks, so the generator spends the shared cores on the load.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   return posewire::load::Main();
 }

@@ -48,11 +48,25 @@ check_json "$work/stream.json"
   || { cat "$work/unary.log"; fail "posewire-load unary mode failed"; }
 check_json "$work/unary.json"
 
+# This one with the generator confined to the last CPU (--cpus), as
+# bench/load/scenarios.sh runs it; the report says where it ran.
+last_cpu=$(($(nproc) - 1))
 "$load_bin" --server="$addr" --mode=stream --streams=1 --characters=2 \
   --op_mix=fullbody --duration=2 --skeleton="$data_dir/cmu_131_01_walk.bvh" \
+  --cpus="$last_cpu" \
   --json="$work/fullbody.json" >"$work/fullbody.log" 2>&1 \
   || { cat "$work/fullbody.log"; fail "posewire-load fullbody mix failed"; }
 check_json "$work/fullbody.json"
+grep -q "\"generator_cpus\": \"$last_cpu\"" "$work/fullbody.json" \
+  || fail "--cpus=$last_cpu: not in the JSON report"
+
+# A CPU the process cannot use is refused up front, naming it.
+if "$load_bin" --server="$addr" --cpus=1023 --duration=1 \
+     >"$work/cpus.log" 2>&1; then
+  fail "--cpus=1023 should be refused"
+fi
+grep -q "CPU 1023 is not available" "$work/cpus.log" \
+  || { cat "$work/cpus.log"; fail "--cpus=1023: unclear message"; }
 
 # A mix that does not exist is refused up front with a clear message.
 if "$load_bin" --server="$addr" --op_mix=juggling --duration=1 \

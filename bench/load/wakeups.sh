@@ -13,7 +13,8 @@
 # SERVER_CPUS=0 starts the server under `taskset -c 0`.
 # Server: CPU time from /proc/PID/stat, context switches summed over
 # /proc/PID/task/*/status, both read before and after the generator runs.
-# Generator: GNU time (user + system, voluntary + involuntary switches).
+# Generator: GNU time over its whole run, start-up included (user + system,
+# voluntary + involuntary switches).
 set -euo pipefail
 
 if [[ $# -lt 1 || ! -x ${1}/server/posewire-server ]]; then

@@ -908,6 +908,20 @@ std::string Json(const PhaseResult& p) {
       absl::StrJoin(errors, ", "), p.TotalErrors(), absl::StrJoin(cdf, ", "));
 }
 
+// Confines the calling thread, and so every thread it starts, to --cpus;
+// returns the set as the report names it ("all" without the flag).
+absl::StatusOr<std::string> ApplyCpusFlag(const cpu_set_t& all_cpus) {
+  const std::string flag = absl::GetFlag(FLAGS_cpus);
+  if (flag.empty()) return "all";
+  absl::StatusOr<cpu_set_t> cpus = ParseCpuList(flag, all_cpus);
+  if (!cpus.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cpus=", flag, ": ", cpus.status().message()));
+  }
+  if (absl::Status s = SetThreadAffinity(*cpus); !s.ok()) return s;
+  return FormatCpuList(*cpus);
+}
+
 int Main() {
   Config c;
   const std::string mode = absl::GetFlag(FLAGS_mode);
@@ -933,24 +947,12 @@ int Main() {
 
   // Confined before the first gRPC call, so gRPC's threads inherit it.
   absl::StatusOr<cpu_set_t> all_cpus = ThreadAffinity();
-  if (!all_cpus.ok()) {
-    std::fprintf(stderr, "%s\n", all_cpus.status().ToString().c_str());
-    return 1;
-  }
-  const std::string cpus_flag = absl::GetFlag(FLAGS_cpus);
-  std::string generator_cpus = "all";
-  if (!cpus_flag.empty()) {
-    absl::StatusOr<cpu_set_t> cpus = ParseCpuList(cpus_flag, *all_cpus);
-    if (!cpus.ok()) {
-      std::fprintf(stderr, "--cpus=%s: %s\n", cpus_flag.c_str(),
-                   std::string(cpus.status().message()).c_str());
-      return 2;
-    }
-    if (absl::Status s = SetThreadAffinity(*cpus); !s.ok()) {
-      std::fprintf(stderr, "--cpus: %s\n", s.ToString().c_str());
-      return 1;
-    }
-    generator_cpus = FormatCpuList(*cpus);
+  absl::StatusOr<std::string> generator_cpus =
+      all_cpus.ok() ? ApplyCpusFlag(*all_cpus) : all_cpus.status();
+  if (!generator_cpus.ok()) {
+    std::fprintf(stderr, "%s\n",
+                 std::string(generator_cpus.status().message()).c_str());
+    return absl::IsInvalidArgument(generator_cpus.status()) ? 2 : 1;
   }
 
   const std::string address = absl::GetFlag(FLAGS_server);
@@ -1001,7 +1003,7 @@ int Main() {
       FrameForm(w),
       c.rate > 0 ? absl::StrCat(c.rate, " Hz").c_str() : "open loop",
       c.duration, address.c_str(), info->version().c_str(),
-      info->solver_threads(), w.joints, generator_cpus.c_str());
+      info->solver_threads(), w.joints, generator_cpus->c_str());
 
   // Channels: separate connections (a local subchannel pool each).
   std::vector<ChannelStubs> stubs;
@@ -1034,7 +1036,7 @@ int Main() {
   if (baseline) {
     // The baseline's threads start from here: every CPU, whatever --cpus.
     if (absl::Status s = SetThreadAffinity(*all_cpus); !s.ok()) {
-      std::fprintf(stderr, "%s\n", s.ToString().c_str());
+      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
       return 1;
     }
     std::printf("in-process baseline on %d threads\n",
@@ -1059,7 +1061,7 @@ int Main() {
         "\"rate\": %.3f, \"duration\": %.3f, \"joints\": %d, "
         "\"generator_cpus\": \"%s\", \"service\": %s",
         address, mode, c.senders, c.characters, op_mix, FrameForm(w), c.rate,
-        c.duration, w.joints, generator_cpus, Json(network));
+        c.duration, w.joints, *generator_cpus, Json(network));
     if (baseline) {
       out << ", \"in_process\": " << Json(local)
           << absl::StrFormat(

@@ -669,8 +669,10 @@ absl::Status IndexOpUpdates(const RepeatedPtrField<v1::Operation>& ops,
 }
 
 absl::Status ModelPoseToProto(const Skeleton& skeleton, const LocalPose& pose,
-                              absl::string_view field, v1::Pose* proto) {
-  ModelPose model(skeleton.num_joints());
+                              absl::string_view field, ModelPose& scratch,
+                              v1::Pose* proto) {
+  ModelPose& model = scratch;
+  model.resize(skeleton.num_joints());
   LocalToModelJob{
       .skeleton = &skeleton, .local = pose, .model = absl::MakeSpan(model)}
       .RunUnchecked();

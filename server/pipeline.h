@@ -98,8 +98,11 @@ absl::Status RunPipeline(
 // composed down a chain (huge translations or scales): that is an
 // INVALID_ARGUMENT naming the first joint it happens at, never an OK answer
 // carrying inf or NaN. `field` prefixes the message, e.g. "characters[0]".
+// `scratch` holds the model pose on the way (reused by callers that write
+// many characters, so that each is not a heap allocation).
 absl::Status ModelPoseToProto(const Skeleton& skeleton, const LocalPose& pose,
-                              absl::string_view field, v1::Pose* proto);
+                              absl::string_view field, ModelPose& scratch,
+                              v1::Pose* proto);
 
 }  // namespace posewire::server
 

@@ -1,9 +1,12 @@
 #include "server/session.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/field_name.h"
 #include "server/wire_convert.h"
 
 namespace posewire::server {
@@ -204,11 +207,35 @@ void Session::HandleFrame(const v1::Frame& frame, v1::FrameResult* result) {
   if (gathered != nullptr) metrics_->AddTimings(timings);
 }
 
+namespace {
+
+// "frame.characters[N]", the prefix of every error about a character,
+// written in place: as a std::string it would be one more heap allocation
+// per character of every frame.
+class CharacterField {
+ public:
+  explicit CharacterField(int index) {
+    constexpr absl::string_view kPrefix = "frame.characters[";
+    char* end = std::copy(kPrefix.begin(), kPrefix.end(), text_);
+    end = std::to_chars(end, text_ + sizeof(text_) - 1, index).ptr;
+    *end++ = ']';
+    size_ = static_cast<size_t>(end - text_);
+  }
+  absl::string_view view() const { return absl::string_view(text_, size_); }
+
+ private:
+  char text_[32];  // the prefix, an int's at most 11 characters and ']'
+  size_t size_;
+};
+
+}  // namespace
+
 absl::Status Session::SolveCharacter(const v1::Frame& frame, int index,
                                      OperationTimings* timings,
                                      v1::CharacterResult* result) {
   const v1::CharacterFrame& in = frame.characters(index);
-  const std::string field = absl::StrCat("frame.characters[", index, "]");
+  const CharacterField character_field(index);
+  const absl::string_view field = character_field.view();
   auto character = characters_.find(in.character_id());
   if (character == characters_.end()) {
     return absl::NotFoundError(
@@ -219,9 +246,18 @@ absl::Status Session::SolveCharacter(const v1::Frame& frame, int index,
   SkeletonEntry& entry = skeletons_.at(rig.skeleton_id);
   const Skeleton& skeleton = *entry.skeleton;
 
-  auto pose = PoseFromProto(in.pose(), skeleton, absl::StrCat(field, ".pose"));
-  if (!pose.ok()) return pose.status();
-  auto root = TransformFromProto(in.root(), absl::StrCat(field, ".root"));
+  LocalPose& pose = pose_scratch_;
+  if (absl::Status s = NamedOnError(field, ".pose",
+                                    [&](absl::string_view name) {
+                                      return PoseFromProtoInto(
+                                          in.pose(), skeleton, name, pose);
+                                    });
+      !s.ok()) {
+    return s;
+  }
+  auto root = NamedOnError(field, ".root", [&](absl::string_view name) {
+    return TransformFromProto(in.root(), name);
+  });
   if (!root.ok()) return root.status();
 
   CharacterState& persistent = character->second.state;
@@ -245,19 +281,19 @@ absl::Status Session::SolveCharacter(const v1::Frame& frame, int index,
       .timings = timings,
       .updates = updates};
   if (absl::Status s =
-          RunPipeline(pipeline, *pose, state, result->mutable_ops());
+          RunPipeline(pipeline, pose, state, result->mutable_ops());
       !s.ok()) {
     return s;
   }
   if (in.want_model_pose()) {
-    if (absl::Status s = ModelPoseToProto(skeleton, *pose, field,
+    if (absl::Status s = ModelPoseToProto(skeleton, pose, field, model_scratch_,
                                           result->mutable_model_pose());
         !s.ok()) {
       return s;
     }
   }
   persistent = std::move(state);
-  PoseToProto(*pose, result->mutable_pose());
+  PoseToProto(pose, result->mutable_pose());
   return absl::OkStatus();
 }
 

@@ -81,6 +81,11 @@ class Session {
   absl::flat_hash_map<std::string, SkeletonEntry> skeletons_;
   absl::flat_hash_map<std::string, Rig> rigs_;
   absl::flat_hash_map<std::string, Character> characters_;
+  // Every character's pose while it is solved, and its model pose on the
+  // way to the answer; kept between characters and frames so that neither
+  // is a heap allocation each time.
+  LocalPose pose_scratch_;
+  ModelPose model_scratch_;
 };
 
 }  // namespace posewire::server

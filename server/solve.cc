@@ -82,6 +82,7 @@ absl::Status SolveCharacters(const v1::SolveRequest& request,
   // Clips are converted once per distinct skeleton in the batch, on demand.
   absl::flat_hash_map<const Skeleton*, std::unique_ptr<ClipLibrary>> libraries;
   PipelineLimits limits{.max_solver_iterations = config.max_solver_iterations};
+  ModelPose model;  // scratch for every character's model pose
 
   for (int c = 0; c < request.characters_size(); ++c) {
     if (absl::Status s = stop(); !s.ok()) return s;
@@ -135,7 +136,7 @@ absl::Status SolveCharacters(const v1::SolveRequest& request,
     }
     PoseToProto(*pose, out->mutable_pose());
     if (in.want_model_pose()) {
-      if (absl::Status s = ModelPoseToProto(skeleton, *pose, field,
+      if (absl::Status s = ModelPoseToProto(skeleton, *pose, field, model,
                                             out->mutable_model_pose());
           !s.ok()) {
         return s;

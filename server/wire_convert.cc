@@ -34,18 +34,29 @@ void PackTransform(const Transform& t, float* f) {
   f[9] = t.scale.z();
 }
 
-absl::StatusOr<std::vector<Transform>> UnpackPose(
+// Unpacks `joints` transforms into `out` (resized; its capacity reused).
+absl::Status UnpackPoseInto(
     const google::protobuf::RepeatedField<float>& floats, int joints,
-    absl::string_view field) {
+    absl::string_view field, std::vector<Transform>& out) {
   if (floats.size() != joints * kFloatsPerJoint) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": ", floats.size(), " floats for ", joints,
                      " joints (expected ", joints * kFloatsPerJoint,
                      ": 10 per joint, tx ty tz qx qy qz qw sx sy sz)"));
   }
-  std::vector<Transform> pose(joints);
+  out.resize(joints);
   for (int j = 0; j < joints; ++j) {
-    pose[j] = UnpackTransform(floats.data() + j * kFloatsPerJoint);
+    out[j] = UnpackTransform(floats.data() + j * kFloatsPerJoint);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Transform>> UnpackPose(
+    const google::protobuf::RepeatedField<float>& floats, int joints,
+    absl::string_view field) {
+  std::vector<Transform> pose;
+  if (absl::Status s = UnpackPoseInto(floats, joints, field, pose); !s.ok()) {
+    return s;
   }
   return pose;
 }
@@ -205,13 +216,28 @@ std::string SkeletonHash(const Skeleton& skeleton) {
       reinterpret_cast<const char*>(digest), SHA256_DIGEST_LENGTH));
 }
 
+absl::Status PoseFromProtoInto(const v1::Pose& proto, const Skeleton& skeleton,
+                               absl::string_view field, LocalPose& out) {
+  if (proto.transforms().empty()) {
+    out.assign(skeleton.rest_pose().begin(), skeleton.rest_pose().end());
+    return absl::OkStatus();
+  }
+  if (absl::Status s =
+          UnpackPoseInto(proto.transforms(), skeleton.num_joints(), field, out);
+      !s.ok()) {
+    return s;
+  }
+  return ValidatePose(skeleton, out, field);
+}
+
 absl::StatusOr<LocalPose> PoseFromProto(const v1::Pose& proto,
                                         const Skeleton& skeleton,
                                         absl::string_view field) {
-  if (proto.transforms().empty()) return RestPose(skeleton);
-  auto pose = UnpackPose(proto.transforms(), skeleton.num_joints(), field);
-  if (!pose.ok()) return pose.status();
-  if (absl::Status s = ValidatePose(skeleton, *pose, field); !s.ok()) return s;
+  LocalPose pose;
+  if (absl::Status s = PoseFromProtoInto(proto, skeleton, field, pose);
+      !s.ok()) {
+    return s;
+  }
   return pose;
 }
 

@@ -38,6 +38,10 @@ std::string SkeletonHash(const Skeleton& skeleton);
 absl::StatusOr<LocalPose> PoseFromProto(const v1::Pose& proto,
                                         const Skeleton& skeleton,
                                         absl::string_view field);
+// The same into `out`, reusing its capacity (its contents are unspecified
+// after an error).
+absl::Status PoseFromProtoInto(const v1::Pose& proto, const Skeleton& skeleton,
+                               absl::string_view field, LocalPose& out);
 // Writes a pose as packed floats (replacing what `proto` held).
 void PoseToProto(absl::Span<const Transform> pose, v1::Pose* proto);
 

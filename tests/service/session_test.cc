@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "solver_core/crossfade.h"
@@ -148,6 +149,81 @@ TEST_P(
   s.stream->WritesDone();
   grpc::Status status = s.stream->Finish();
   EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+// The session reuses its pose buffers from one character to the next, so
+// characters of different skeletons in one frame (31 joints, 3, 31, 3;
+// explicit poses and empty ones, which mean the rest pose) must each still
+// get exactly their own pose and model pose.
+TEST_P(SessionTest, MixedSkeletonsInOneFrame_EachCharacterGetsItsOwnPoses) {
+  OpenStream s = Open();
+  v1::Skeleton chain_proto;
+  for (int j = 0; j < 3; ++j) {
+    chain_proto.add_joint_names(absl::StrCat("link", j));
+    chain_proto.add_parents(j - 1);
+    // translation (0, 1 + j, 0), identity rotation, unit scale
+    for (float f :
+         {0.0f, 1.0f + j, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 1.0f, 1.0f, 1.0f}) {
+      chain_proto.add_rest_pose(f);
+    }
+  }
+  auto chain = SkeletonFromProto(chain_proto, 16, "chain");
+  ASSERT_TRUE(chain.ok()) << chain.status();
+
+  v1::SessionRequest r;
+  for (const auto& [id, skeleton] :
+       {std::pair{"cmu", WalkSkeleton()}, std::pair{"chain", chain_proto}}) {
+    r.Clear();
+    r.mutable_register_skeleton()->set_id(id);
+    *r.mutable_register_skeleton()->mutable_skeleton() = skeleton;
+    ExpectRegistered(RoundTrip(*s.stream, r));
+    r.Clear();
+    r.mutable_register_rig()->set_id(absl::StrCat(id, "_rig"));
+    r.mutable_register_rig()->set_skeleton_id(id);  // no ops: pose in = out
+    ExpectRegistered(RoundTrip(*s.stream, r));
+  }
+  const char* kRigs[] = {"cmu_rig", "chain_rig", "cmu_rig", "chain_rig"};
+  for (int c = 0; c < 4; ++c) {
+    r.Clear();
+    r.mutable_register_character()->set_id(absl::StrCat("c", c));
+    r.mutable_register_character()->set_rig_id(kRigs[c]);
+    ExpectRegistered(RoundTrip(*s.stream, r));
+  }
+
+  // c0 and c1 send poses, c2 and c3 send none (their rest poses).
+  LocalPose bent = RestPose(*chain);
+  bent[1].rotation =
+      Eigen::Quaternionf(Eigen::AngleAxisf(0.5f, Eigen::Vector3f::UnitX()));
+  const std::vector<LocalPose> expected = {
+      SampleWalk(0.7f), bent, RestPose(Walk().skeleton), RestPose(*chain)};
+  const Skeleton* skeletons[] = {&Walk().skeleton, &*chain, &Walk().skeleton,
+                                 &*chain};
+  v1::SessionRequest request;
+  request.mutable_frame()->set_sequence(1);
+  for (int c = 0; c < 4; ++c) {
+    v1::CharacterFrame* cf = request.mutable_frame()->add_characters();
+    cf->set_character_id(absl::StrCat("c", c));
+    cf->set_want_model_pose(true);
+    if (c < 2) PoseToProto(expected[c], cf->mutable_pose());
+  }
+  v1::SessionResponse response = RoundTrip(*s.stream, request);
+  ASSERT_TRUE(response.has_frame());
+  ASSERT_EQ(response.frame().characters_size(), 4);
+  for (int c = 0; c < 4; ++c) {
+    const v1::CharacterResult& out = response.frame().characters(c);
+    ASSERT_EQ(out.status().code(), 0) << c << ": " << out.status().message();
+    ModelPose model(expected[c].size());
+    const LocalToModelJob fk{.skeleton = skeletons[c],
+                             .local = expected[c],
+                             .model = absl::MakeSpan(model)};
+    ASSERT_TRUE(fk.Run().ok());
+    EXPECT_TRUE(BitIdentical(out.pose(), Packed(expected[c])))
+        << "character " << c;
+    EXPECT_TRUE(BitIdentical(out.model_pose(), Packed(model)))
+        << "character " << c;
+  }
+  s.stream->WritesDone();
+  EXPECT_TRUE(s.stream->Finish().ok());
 }
 
 TEST_P(SessionTest, FrameOutOfOrder_IsAnsweredWithAnErrorAndTheSessionGoesOn) {

@@ -25,28 +25,9 @@ fi
 build=$(cd "$1" && pwd)
 streams=${2:-4}
 duration=${3:-8}
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-  if [[ -n $server_pid ]]; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-"$build/server/posewire-server" --listen=127.0.0.1:0 --threads=2 \
-  >"$work/server.log" 2>&1 &
-server_pid=$!
-port=
-for _ in $(seq 1 100); do
-  port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]\+\).*/\1/p' \
-    "$work/server.log" | head -1 || true)
-  [[ -n $port ]] && break
-  sleep 0.1
-done
-[[ -n $port ]] || { echo "server did not start: $(cat "$work/server.log")" >&2; exit 1; }
+# shellcheck source=bench/load/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+start_server "$build/server/posewire-server"
 
 # Server CPU seconds so far (user + system, all threads).
 server_cpu() {

@@ -24,28 +24,11 @@ fi
 build=$(cd "$1" && pwd)
 duration=${2:-8}
 shift $(($# >= 2 ? 2 : 1))
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-  if [[ -n $server_pid ]]; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-server_cmd=("$build/server/posewire-server" --listen=127.0.0.1:0 --threads=2)
+# shellcheck source=bench/load/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+server_cmd=("$build/server/posewire-server")
 [[ -n ${SERVER_CPUS:-} ]] && server_cmd=(taskset -c "$SERVER_CPUS" "${server_cmd[@]}")
-"${server_cmd[@]}" >"$work/server.log" 2>&1 &
-server_pid=$!
-port=
-for _ in $(seq 1 100); do
-  port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]\+\).*/\1/p' "$work/server.log" | head -1)
-  [[ -n $port ]] && break
-  sleep 0.1
-done
-[[ -n $port ]] || { echo "server did not start: $(cat "$work/server.log")" >&2; exit 1; }
+start_server "${server_cmd[@]}"
 # Under taskset the server is taskset's child after exec: same pid.
 
 server_cpu_ticks() { awk '{print $14 + $15}' "/proc/$server_pid/stat"; }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "solver_core/aim_ik.h"
 #include "solver_core/ccd_ik.h"
@@ -31,6 +32,7 @@
 #include "solver_core/skeleton.h"
 #include "solver_core/spring_bones.h"
 #include "solver_core/two_bone_ik.h"
+#include "tests/core/hanging_chain.h"
 
 namespace posewire {
 namespace {
@@ -301,17 +303,7 @@ void SpringBones(Lcg* rng, Hasher* h) {
     const Eigen::Vector3f out =
         Eigen::Vector3f(rng->Uniform(-1, 1), 0.0f, rng->Uniform(-1, 1))
             .normalized();
-    for (int b = 0; b <= kBones; ++b) {
-      const std::string name = "hair" + std::to_string(c * 100 + b);
-      if (b == 0) roots.push_back(name);
-      d.joint_names.push_back(name);
-      d.parents.push_back(b == 0 ? 0 : static_cast<int>(d.parents.size()) - 1);
-      Transform t;
-      t.translation =
-          b == 0 ? Eigen::Vector3f(out * 10.0f + Eigen::Vector3f(0, 30, 0))
-                 : Eigen::Vector3f(out * 0.8f + Eigen::Vector3f(0, -4, 0));
-      d.rest_pose.push_back(t);
-    }
+    AddHangingChain(d, out, absl::StrCat("hair", c), kBones, roots);
   }
   absl::StatusOr<Skeleton> skeleton = Skeleton::Create(std::move(d));
   Check(skeleton.status(), "spring skeleton");

@@ -27,6 +27,7 @@
 #include "solver_core/simd_level.h"
 #include "solver_core/skeleton.h"
 #include "solver_core/spring_colliders.h"
+#include "tests/core/hanging_chain.h"
 
 namespace posewire {
 namespace {
@@ -1068,21 +1069,9 @@ int AddHangingChain(SkeletonDesc& d, int c, int count, int bones,
                     std::vector<std::string>& roots) {
   const float angle =
       2.0f * kPi * static_cast<float>(c) / static_cast<float>(count);
-  const Eigen::Vector3f out(std::cos(angle), 0.0f, std::sin(angle));
-  int first_bone = -1;
-  for (int b = 0; b <= bones; ++b) {
-    const std::string name = absl::StrCat("c", c, "_", b);
-    if (b == 0) roots.push_back(name);
-    d.joint_names.push_back(name);
-    d.parents.push_back(b == 0 ? 0 : static_cast<int>(d.parents.size()) - 1);
-    Transform t;
-    t.translation =
-        b == 0 ? Eigen::Vector3f(out * 10.0f + Eigen::Vector3f(0, 30, 0))
-               : Eigen::Vector3f(out * 0.8f + Eigen::Vector3f(0, -4, 0));
-    d.rest_pose.push_back(t);
-    if (b == 1) first_bone = static_cast<int>(d.parents.size()) - 1;
-  }
-  return first_bone;
+  return AddHangingChain(
+      d, Eigen::Vector3f(std::cos(angle), 0.0f, std::sin(angle)),
+      absl::StrCat("c", c), bones, roots);
 }
 
 TEST(SpringBones, ChainsSolvedTogetherMatchEachChainSolvedAlone) {

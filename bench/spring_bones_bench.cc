@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench/spring_scene.h"
 #include "solver_core/dynamics_state.h"
 #include "solver_core/pose.h"
 #include "solver_core/simd_level.h"
@@ -27,86 +28,8 @@
 namespace posewire {
 namespace {
 
-constexpr int kChains = 8;  // the rig; RunOptions::chains varies it
-constexpr int kBonesPerChain = 8;
-
-struct Setup {
-  Skeleton skeleton;
-  SpringRig rig;
-  LocalPose input;
-  LocalPose output;
-  std::vector<SpringCollider> colliders;
-  SpringForces forces;
-};
-
-template <typename T>
-T OrDie(absl::StatusOr<T> value) {
-  if (!value.ok()) {
-    std::cerr << "benchmark setup failed: " << value.status() << "\n";
-    std::exit(1);
-  }
-  return *std::move(value);
-}
-
-Setup MakeSetup(SimulationSpace space, int chains = kChains) {
-  // "body" at the origin; each chain root on a circle of radius 10 at
-  // shoulder height, bones of 4 units hanging down and slightly out.
-  SkeletonDesc d;
-  d.joint_names.push_back("body");
-  d.parents.push_back(kNoParent);
-  d.rest_pose.push_back(Transform::Identity());
-  std::vector<std::string> roots;
-  for (int c = 0; c < chains; ++c) {
-    const float angle = 2.0f * 3.14159265f * c / chains;
-    const Eigen::Vector3f out(std::cos(angle), 0.0f, std::sin(angle));
-    for (int b = 0; b <= kBonesPerChain; ++b) {
-      const std::string name = absl::StrCat("hair", c, "_", b);
-      if (b == 0) roots.push_back(name);
-      d.joint_names.push_back(name);
-      d.parents.push_back(b == 0 ? 0 : static_cast<int>(d.parents.size()) - 1);
-      Transform t;
-      if (b == 0) {
-        t.translation = out * 10.0f + Eigen::Vector3f(0, 30, 0);
-      } else {
-        t.translation = out * 0.8f + Eigen::Vector3f(0, -4, 0);
-      }
-      d.rest_pose.push_back(t);
-    }
-  }
-  Setup s;
-  s.skeleton = OrDie(Skeleton::Create(std::move(d)));
-  SpringRigDesc desc;
-  desc.root_joints = roots;
-  desc.space = space;
-  desc.settings.radius = 1.0f;
-  desc.settings.limit_angle_degrees = 60.0f;
-  s.rig = OrDie(SpringRig::Create(s.skeleton, desc));
-  s.input = RestPose(s.skeleton);
-  s.output.resize(s.skeleton.num_joints());
-
-  SpringCollider body;  // sphere
-  body.offset.translation = Eigen::Vector3f(0, 20, 0);
-  body.radius = 9.0f;
-  SpringCollider hips;
-  hips.shape = ColliderShape::kCapsule;
-  hips.offset.translation = Eigen::Vector3f(0, 8, 0);
-  hips.axis = Eigen::Vector3f::UnitX();
-  hips.radius = 6.0f;
-  hips.length = 10.0f;
-  SpringCollider pack;
-  pack.shape = ColliderShape::kBox;
-  pack.attachment = ColliderAttachment::kBone;
-  pack.bone = 0;
-  pack.offset.translation = Eigen::Vector3f(0, 20, -10);
-  pack.half_extents = Eigen::Vector3f(6, 8, 3);
-  SpringCollider floor;
-  floor.shape = ColliderShape::kPlane;
-  floor.attachment = ColliderAttachment::kWorld;
-  floor.axis = Eigen::Vector3f::UnitY();
-  s.colliders = {body, hips, pack, floor};
-  s.forces.gravity = Eigen::Vector3f(0, -980, 0);
-  return s;
-}
+// The rig; RunOptions::chains varies it.
+constexpr int kChains = kSpringSceneChains;
 
 // Caps the solver's SIMD level for one benchmark and restores the level
 // that was active.
@@ -133,20 +56,11 @@ struct RunOptions {
 
 void RunFrames(benchmark::State& state, const RunOptions& options) {
   SimdCap cap(options.sse2);
-  Setup s = MakeSetup(options.space, options.chains);
+  SpringScene s = MakeSpringScene(options.space, options.chains);
   DynamicsState dynamics;
   SpringBonesScratch scratch;
-  SpringBonesJob job;
-  job.skeleton = &s.skeleton;
-  job.rig = &s.rig;
-  job.input = s.input;
-  job.dt = options.dt;
-  job.forces = s.forces;
-  if (options.colliders) job.colliders = s.colliders;
-  job.state_in = &dynamics;
-  job.scratch = &scratch;
-  job.output = absl::MakeSpan(s.output);
-  job.state_out = &dynamics;
+  SpringBonesJob job = SceneJob(s, dynamics, scratch, options.dt);
+  if (!options.colliders) job.colliders = {};
   int frame = 0;
   for (auto _ : state) {
     // Walk in a circle of radius 100 once every 4 s: the chains trail at
@@ -242,7 +156,7 @@ BENCHMARK(BM_SpringBones16x8Colliders4Sse2);
 
 // The wire form of the state of that rig (72 particles).
 void BM_SpringBonesStateRoundTrip(benchmark::State& state) {
-  Setup s = MakeSetup(SimulationSpace::kComponent);
+  SpringScene s = MakeSpringScene(SimulationSpace::kComponent);
   DynamicsState dynamics;
   SpringBonesJob job;
   job.skeleton = &s.skeleton;

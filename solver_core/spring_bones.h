@@ -14,11 +14,15 @@
 //                   1 - (1 - stiffness)^exponent;
 //   AdjustAngle     the bone may not turn further than limit_angle from its
 //                   animated direction;
-//   length restore  the bone gets its animated length back;
+//   length restore  the bone gets its animated length back (a bone outside
+//                   its cone goes straight to the cone's edge at that
+//                   length: the same point, one square root fewer);
 // then every particle is pushed out of the colliders, and the angle limit and
 // length restore run again (a bone they put back into a collider gets one
 // more collide/limit/length round, then, if still inside, is turned about
-// its parent toward free space by a root search along the arc). Output:
+// its parent toward free space along an arc: to where it leaves the
+// collider in closed form for a sphere or a plane, by a root search
+// otherwise). Output:
 // each chain joint with exactly one simulated child is rotated by the
 // shortest arc from its animated bone direction to the simulated one
 // (KawaiiPhysics' ApplySimulateResult); joints with several simulated

@@ -68,8 +68,10 @@ void LocalToModelJob::RunUnchecked() const {
   if (from < 0) {
     // The whole pose: no subtree test, one select for roots, and each joint
     // a branch-free CombineTo (transform.h) whose only serial dependency is
-    // on its parent's result, so siblings overlap.
-    for (int j = 0; j < n; ++j) {
+    // on its parent's result. Level by level, so joints of different chains
+    // overlap (each joint's arithmetic is the same in any parents-first
+    // order, so the bits are too).
+    for (const int j : skel.level_order()) {
       const int p = parents[j];
       CombineTo(p == kNoParent ? root : out[p], in[j], out + j);
     }

@@ -1,5 +1,6 @@
 #include "solver_core/skeleton.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -102,6 +103,11 @@ absl::StatusOr<Skeleton> Skeleton::Create(SkeletonDesc desc) {
       stack.emplace_back(child, s.child_begin_[child]);
     }
   }
+
+  s.level_order_.resize(n);
+  for (size_t j = 0; j < n; ++j) s.level_order_[j] = static_cast<int>(j);
+  std::stable_sort(s.level_order_.begin(), s.level_order_.end(),
+                   [&s](int a, int b) { return s.depth_[a] < s.depth_[b]; });
 
   s.joint_names_ = std::move(desc.joint_names);
   s.parents_ = std::move(desc.parents);

@@ -71,6 +71,13 @@ class Skeleton {
   // Number of joints from the root down to `joint`, inclusive.
   int Depth(int joint) const { return depth_[joint]; }
 
+  // Every joint, shallowest first (by Depth, then by index): parents still
+  // come before their children, and the joints of one level do not depend
+  // on each other. Forward kinematics in this order lets the CPU work on
+  // several chains at once, where index order makes each joint of a chain
+  // wait for the one before it.
+  absl::Span<const int> level_order() const { return level_order_; }
+
  private:
   std::vector<std::string> joint_names_;
   std::vector<int> parents_;
@@ -82,6 +89,7 @@ class Skeleton {
   std::vector<int> preorder_;
   std::vector<int> subtree_end_;
   std::vector<int> depth_;
+  std::vector<int> level_order_;
 };
 
 }  // namespace posewire

@@ -418,6 +418,22 @@ TEST(LocalToModel, MatchesMatrixProductsOnRandomHierarchy) {
   }
 }
 
+// The job runs level by level (Skeleton::level_order); each joint's
+// arithmetic is the same as in the joints' index order, so the bits are too.
+TEST(LocalToModel, LevelOrderGivesTheBitsOfIndexOrder) {
+  const Skeleton skeleton = RandomSkeleton(120, 41);
+  Rng rng(42);
+  const LocalPose local = RandomPose(120, rng, 0.5f, 2.0f);
+  const Transform root = rng.UniformScaleTransform(0.5f, 2.0f);
+  ModelPose in_index_order(120);
+  for (int j = 0; j < skeleton.num_joints(); ++j) {
+    const int p = skeleton.parent(j);
+    CombineTo(p == kNoParent ? root : in_index_order[p], local[j],
+              &in_index_order[j]);
+  }
+  ExpectBitEqual(Fk(skeleton, local, root), in_index_order);
+}
+
 TEST(LocalToModel, RootTransformPlacesEveryJoint) {
   const Skeleton skeleton = RandomSkeleton(50, 7);
   Rng rng(8);

@@ -163,6 +163,27 @@ TEST(Skeleton, ForestOfSeveralRootsKeepsSubtreesApart) {
   EXPECT_THAT(s.children(5), IsEmpty());
 }
 
+TEST(Skeleton, LevelOrderListsShallowerJointsFirstThenByIndex) {
+  //   0        3       5
+  //  / \       |
+  // 1   2      4
+  //     |
+  //     6
+  const Skeleton s = MustCreate(DescFromParents({-1, 0, 0, -1, 3, -1, 2}));
+  EXPECT_THAT(s.level_order(), ElementsAre(0, 3, 5, 1, 2, 4, 6));
+  // Every parent before its children, depths never decreasing.
+  std::vector<int> position(s.num_joints());
+  for (int k = 0; k < s.num_joints(); ++k) position[s.level_order()[k]] = k;
+  for (int j = 0; j < s.num_joints(); ++j) {
+    if (s.parent(j) != kNoParent) {
+      EXPECT_LT(position[s.parent(j)], position[j]);
+    }
+  }
+  for (int k = 1; k < s.num_joints(); ++k) {
+    EXPECT_LE(s.Depth(s.level_order()[k - 1]), s.Depth(s.level_order()[k]));
+  }
+}
+
 // Depth-first numbering over a 60000-deep chain must not recurse.
 TEST(Skeleton, DeepChainOfSixtyThousandJointsBuildsWithoutRecursion) {
   constexpr int kN = 60000;

@@ -333,21 +333,50 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void LimitAngle(
 
 // The per-bone constraint shared by every pass: the angle limit against the
 // animated bone direction (AdjustAngle), then the animated length (length
-// restore). A bone collapsed onto its parent takes the animated direction.
-// `pose_len` is pose_bone.norm(), computed once per step.
+// restore), in one. A bone outside its cone goes straight to the cone's edge
+// at the animated length, pose_dir cos_limit + perp sin_limit times
+// pose_len, where perp is the bone's unit component normal to pose_dir: the
+// point AdjustAngle then length restore reach, without turning the bone at
+// its own length first (a square root and a division fewer on the chain
+// every later bone waits for). A bone collapsed onto its parent takes the
+// animated direction. `pose_len` is pose_bone.norm(), computed once per
+// step. The lane form (ConstrainLanes, spring_bone_lanes.inc) performs the
+// same operations in the same order.
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline Eigen::Vector3f Constrain(
     const SpringParticle& pt, const Eigen::Vector3f& position,
     const Eigen::Vector3f& parent, const Eigen::Vector3f& pose_bone,
     float pose_len) {
-  Eigen::Vector3f bone = position - parent;
-  LimitAngle(pt, pose_bone, pose_len, &bone);
+  const Eigen::Vector3f bone = position - parent;
   const float len = bone.norm();
-  if (len > kTinyLength) {
-    bone *= pose_len / len;
-  } else {
-    bone = pose_bone;
+  const bool usable = len > kTinyLength;
+  const Eigen::Vector3f restored =
+      usable ? Eigen::Vector3f(bone * (pose_len / len)) : pose_bone;
+  if (!(pt.settings.limit_angle_degrees > 0.0f) || !(pose_len > kTinyLength) ||
+      !usable) {
+    return parent + restored;
   }
-  return parent + bone;
+  // Most bones are inside their cone: decide that without square roots,
+  // cos(angle) = d / (|pose| |bone|) >= cos_limit, squared with care for
+  // signs. Near the boundary the test on c below has the last word.
+  const float d = pose_bone.dot(bone);
+  const float rhs =
+      pt.cos_limit * pt.cos_limit * (pose_len * pose_len) * bone.squaredNorm();
+  const bool inside = pt.cos_limit >= 0.0f ? (d >= 0.0f && d * d > rhs)
+                                           : (d >= 0.0f || d * d < rhs);
+  if (inside) return parent + restored;
+  const Eigen::Vector3f pose_dir = pose_bone / pose_len;
+  const float c = pose_dir.dot(bone);  // |bone| cos(angle)
+  if (c >= pt.cos_limit * len) return parent + restored;
+  const Eigen::Vector3f perp = bone - pose_dir * c;
+  const float perp_len = perp.norm();
+  if (!(perp_len > kTinyLength)) {
+    // Bone and pose exactly opposite: any plane will do.
+    return parent + (pose_dir * pt.cos_limit +
+                     pose_dir.unitOrthogonal() * pt.sin_limit) *
+                        pose_len;
+  }
+  return parent + (pose_dir * (pt.cos_limit * pose_len) +
+                   perp * (pt.sin_limit * pose_len / perp_len));
 }
 
 // How far past a collider surface counts as rounding rather than overlap.

@@ -253,6 +253,36 @@ TEST(SpringBones, AngleLimitHoldsUnderGravity) {
   EXPECT_GT(largest, limit_degrees - 0.01f);
 }
 
+// A bone turned exactly away from its animated direction has no plane to
+// turn back in: the limit picks one, and the bone must still end on the
+// cone's edge at its animated length.
+TEST(SpringBones, BoneTurnedExactlyAwayLandsOnTheConeEdge) {
+  const float limit_degrees = 45.0f;
+  const Skeleton skeleton = MakeChain(4, 10.0f);
+  const LocalPose input = RestPose(skeleton);
+  SpringRigDesc desc = ChainDesc();
+  desc.settings.limit_angle_degrees = limit_degrees;
+  Sim sim(skeleton, desc);
+  ASSERT_TRUE(sim.Frame(input, 1.0f / 60.0f).ok());
+  // Fold the whole chain back along -x: every bone points exactly away from
+  // the animation (+x), at rest.
+  for (size_t i = 1; i < sim.state.positions.size(); ++i) {
+    sim.state.positions[i] =
+        Eigen::Vector3f(-10.0f * static_cast<float>(i), 0.0f, 0.0f);
+  }
+  sim.state.previous_positions = sim.state.positions;
+  ASSERT_TRUE(sim.Frame(input, 1.0f / 60.0f).ok());
+  const auto p = FkPositions(skeleton, sim.output);
+  for (int j = 2; j < skeleton.num_joints(); ++j) {
+    const Eigen::Vector3f bone = p[j] - p[j - 1];
+    ASSERT_TRUE(bone.allFinite()) << "joint " << j;
+    EXPECT_NEAR(AngleBetween(bone, Eigen::Vector3f::UnitX()) * 180.0f / kPi,
+                limit_degrees, 1e-3f)
+        << "joint " << j;
+    EXPECT_NEAR(bone.norm(), 10.0f, 1e-4f) << "joint " << j;
+  }
+}
+
 TEST(SpringBones, StiffnessOneFollowsTheAnimation) {
   const Skeleton skeleton = MakeChain(5, 10.0f);
   for (SimulationSpace space :

@@ -42,6 +42,11 @@ constexpr float kStepSnap = 1e-3f;
 // Each keeps the clear end clear; typically 3 to 5 reach the surface within
 // 1e-4 of the bone length.
 constexpr int kArcSearchSteps = 12;
+// Where the closed-form exit (ArcExit) aims: this fraction of the bone
+// length beyond the collider's surface, the middle of the band the regula
+// falsi accepts (within 1e-4 of the bone length outside), well clear of
+// rounding.
+constexpr float kArcExitMargin = 5e-5f;
 
 // ---------------------------------------------------------------------------
 // Rig construction helpers.
@@ -424,6 +429,74 @@ inline ArcCosSin ArcPoint(float u) {
   return {c * c - s * s, (s + s) * c};
 }
 
+// The exit from a sphere or a plane along the arc, in closed form. Along
+// dir(phi) = a cos phi + perp sin phi (a point parent + length dir), the
+// bone overlaps such a collider exactly where
+//   alpha cos phi + beta sin phi < gamma,
+// for a sphere of reach rho around c (D = parent - c) alpha = D.a,
+// beta = D.perp, gamma = (rho^2 - D.D - length^2) / (2 length), signs
+// flipped for a keep-inside sphere; for a plane of normal n through c
+// alpha = n.a, beta = n.perp, gamma = (reach - n.D) / length. The reach is
+// the collider's (plus the bone radius) and kArcExitMargin of the length.
+// The coefficients for the other shapes do not exist: `exists` is false and
+// the regula falsi runs instead.
+struct ArcExitCoefficients {
+  bool exists = false;
+  float alpha = 0.0f, beta = 0.0f, gamma = 0.0f;
+};
+
+ArcExitCoefficients ArcExitFor(const PlacedCollider& c, float radius,
+                               const Eigen::Vector3f& parent,
+                               const Eigen::Vector3f& a,
+                               const Eigen::Vector3f& perp, float length) {
+  const float margin = kArcExitMargin * length;
+  const Eigen::Vector3f d = parent - c.center;
+  switch (c.shape) {
+    case ColliderShape::kSphere: {
+      const float reach = c.keep_inside
+                              ? std::max(c.radius - radius, 0.0f) - margin
+                              : c.radius + radius + margin;
+      const float gamma = (reach * reach - d.squaredNorm() - length * length) /
+                          (length + length);
+      if (c.keep_inside) {
+        return {reach > 0.0f, -d.dot(a), -d.dot(perp), -gamma};
+      }
+      return {true, d.dot(a), d.dot(perp), gamma};
+    }
+    case ColliderShape::kPlane:
+      return {true, c.direction.dot(a), c.direction.dot(perp),
+              (radius + margin - c.direction.dot(d)) / length};
+    case ColliderShape::kCapsule:
+    case ColliderShape::kBox:
+      break;
+  }
+  return {};
+}
+
+// The first phi > 0 where alpha cos phi + beta sin phi reaches gamma
+// (starting below it), as (cos phi, sin phi), when it lies within the arc
+// (cos phi >= cos_end). With t = tan(phi / 2) the condition is the quadratic
+// (alpha + gamma) t^2 - 2 beta t + (gamma - alpha) = 0, whose smallest
+// positive root is (gamma - alpha) / (beta + sqrt(alpha^2 + beta^2 -
+// gamma^2)) whenever the denominator is positive (the form without
+// cancellation). Returns false otherwise: no real root, none ahead, or past
+// the arc's end. The lane search spells out the same operations.
+bool ArcExit(const ArcExitCoefficients& k, float cos_end, ArcCosSin* out) {
+  if (!k.exists) return false;
+  const float below = k.gamma - k.alpha;
+  const float discriminant =
+      k.alpha * k.alpha + k.beta * k.beta - k.gamma * k.gamma;
+  if (!(below > 0.0f) || !(discriminant >= 0.0f)) return false;
+  const float denominator = k.beta + std::sqrt(discriminant);
+  if (!(denominator > 0.0f)) return false;
+  const float t = below / denominator;
+  const float t2 = t * t;
+  const float inverse = 1.0f / (1.0f + t2);
+  out->cos = (1.0f - t2) * inverse;
+  out->sin = (t + t) * inverse;
+  return out->cos >= cos_end;
+}
+
 // TurnOutAlongArc (below) for one bone: the same search, with scalar
 // arithmetic. Cheaper than four lanes when only one bone of a group is
 // stuck, the common case; the two give the same bits (a chain solved alone
@@ -439,18 +512,28 @@ Eigen::Vector3f TurnOutAlongArcScalar(
   const Eigen::Vector3f target = Constrain(
       pt, parent + OutwardDirection(colliders[deepest], parent) * length,
       parent, pose_bone, pose_len);
-  int ignored = -1;
-  float f_hi = Overlap(colliders, radius, target, true, &ignored);
-  if (f_hi > 0.0f) return p;
   // The arc from the bone's direction a toward the target's b:
   // dir(t) = cos(phi) a + sin(phi) perp, tan(phi / 4) = t tan(angle / 4).
   const Eigen::Vector3f a = (p - parent) / length;
   const Eigen::Vector3f b = (target - parent).normalized();
-  const float quarter = TanQuarterAngle(a.cross(b).norm(), a.dot(b));
-  Eigen::Vector3f perp = b - a * a.dot(b);
+  const float ab = a.dot(b);
+  Eigen::Vector3f perp = b - a * ab;
   const float perp_len = perp.norm();
   perp = perp_len > kTinyLength ? Eigen::Vector3f(perp / perp_len)
                                 : a.unitOrthogonal();
+  int ignored = -1;
+  // A sphere or a plane: straight to where the arc leaves it, kept when no
+  // other collider holds that point.
+  ArcCosSin exit;
+  if (ArcExit(ArcExitFor(colliders[deepest], radius, parent, a, perp, length),
+              ab, &exit)) {
+    const Eigen::Vector3f x =
+        parent + (a * exit.cos + perp * exit.sin) * length;
+    if (!(Overlap(colliders, radius, x, true, &ignored) > 0.0f)) return x;
+  }
+  float f_hi = Overlap(colliders, radius, target, true, &ignored);
+  if (f_hi > 0.0f) return p;
+  const float quarter = TanQuarterAngle(a.cross(b).norm(), ab);
   // Invariant: fraction `lo` of the arc overlaps (f_lo > 0), `hi` is clear.
   float lo = 0.0f;
   float hi = 1.0f;

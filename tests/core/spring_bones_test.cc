@@ -368,17 +368,19 @@ struct ColliderCase {
   std::function<float(const Eigen::Vector3f&)> distance;
 };
 
+ColliderCase SphereCase(const Eigen::Vector3f& center, float radius) {
+  SpringCollider c;
+  c.shape = ColliderShape::kSphere;
+  c.offset.translation = center;
+  c.radius = radius;
+  return {"sphere", c, [center, radius](const Eigen::Vector3f& p) {
+            return SphereDistance(p, center, radius);
+          }};
+}
+
 std::vector<ColliderCase> ColliderCases() {
   std::vector<ColliderCase> cases;
-  {
-    SpringCollider c;
-    c.shape = ColliderShape::kSphere;
-    c.offset.translation = Eigen::Vector3f(22, -14, 0);
-    c.radius = 9.0f;
-    cases.push_back({"sphere", c, [](const Eigen::Vector3f& p) {
-                       return SphereDistance(p, {22, -14, 0}, 9.0f);
-                     }});
-  }
+  cases.push_back(SphereCase({22, -14, 0}, 9.0f));
   {
     SpringCollider c;
     c.shape = ColliderShape::kCapsule;
@@ -442,6 +444,62 @@ TEST(SpringBones, NoColliderIsPenetratedAfterASolve) {
     }
     // The chain did come to rest against the collider.
     EXPECT_LT(closest, bone_radius + 0.05f) << c.name;
+  }
+}
+
+// The animation points the bone into a collider and the angle limit keeps
+// it from being pushed straight out: it must turn about its parent just far
+// enough to come clear (within 1e-4 of its length of the surface), without
+// leaving its cone. A sphere and a plane (left in closed form by the
+// solver) and a box (left by the search).
+TEST(SpringBones, BoneHeldByItsLimitTurnsJustClearOfTheCollider) {
+  const Skeleton skeleton = MakeChain(1, 10.0f);  // tail0 -> tail1 along +x
+  const LocalPose input = RestPose(skeleton);
+  const float bone_radius = 0.5f;
+  const float limit_degrees = 40.0f;
+  std::vector<ColliderCase> cases;
+  cases.push_back(SphereCase({10, -1.5f, 0}, 4.0f));
+  {
+    SpringCollider c;
+    c.shape = ColliderShape::kPlane;
+    c.offset.translation = Eigen::Vector3f(0, 3, 0);
+    c.offset.rotation = Eigen::AngleAxisf(-0.2f, Eigen::Vector3f::UnitZ());
+    c.axis = Eigen::Vector3f::UnitY();
+    const Eigen::Vector3f normal = c.offset.rotation * Eigen::Vector3f::UnitY();
+    cases.push_back({"plane", c, [normal](const Eigen::Vector3f& p) {
+                       return normal.dot(p - Eigen::Vector3f(0, 3, 0));
+                     }});
+  }
+  {
+    SpringCollider c;
+    c.shape = ColliderShape::kBox;
+    c.offset.translation = Eigen::Vector3f(10, -2, 0);
+    c.half_extents = Eigen::Vector3f(3, 3, 3);
+    cases.push_back({"box", c, [](const Eigen::Vector3f& p) {
+                       return BoxDistance(p, {10, -2, 0},
+                                          Eigen::Matrix3f::Identity(),
+                                          {3, 3, 3});
+                     }});
+  }
+  for (const ColliderCase& c : cases) {
+    SpringRigDesc desc = ChainDesc();
+    desc.settings.stiffness = 1.0f;
+    desc.settings.radius = bone_radius;
+    desc.settings.limit_angle_degrees = limit_degrees;
+    Sim sim(skeleton, desc);
+    sim.colliders = {c.collider};
+    for (int frame = 0; frame < 5; ++frame) {
+      ASSERT_TRUE(sim.Frame(input, 1.0f / 60.0f).ok()) << c.name;
+      const auto p = FkPositions(skeleton, sim.output);
+      const Eigen::Vector3f bone = p[2] - p[1];
+      EXPECT_NEAR(bone.norm(), 10.0f, 1e-4f) << c.name;
+      EXPECT_LE(AngleBetween(bone, Eigen::Vector3f::UnitX()) * 180.0f / kPi,
+                limit_degrees + 1e-3f)
+          << c.name;
+      const float gap = c.distance(p[2]) - bone_radius;
+      EXPECT_GE(gap, -1e-4f) << c.name << " frame " << frame;
+      EXPECT_LE(gap, 1e-4f * 10.0f) << c.name << " frame " << frame;
+    }
   }
 }
 

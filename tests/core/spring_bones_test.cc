@@ -450,8 +450,8 @@ TEST(SpringBones, NoColliderIsPenetratedAfterASolve) {
 // The animation points the bone into a collider and the angle limit keeps
 // it from being pushed straight out: it must turn about its parent just far
 // enough to come clear (within 1e-4 of its length of the surface), without
-// leaving its cone. A sphere and a plane (left in closed form by the
-// solver) and a box (left by the search).
+// leaving its cone. A sphere, a plane and a keep-inside sphere (left in
+// closed form by the solver) and a box (left by the search).
 TEST(SpringBones, BoneHeldByItsLimitTurnsJustClearOfTheCollider) {
   const Skeleton skeleton = MakeChain(1, 10.0f);  // tail0 -> tail1 along +x
   const LocalPose input = RestPose(skeleton);
@@ -468,6 +468,16 @@ TEST(SpringBones, BoneHeldByItsLimitTurnsJustClearOfTheCollider) {
     const Eigen::Vector3f normal = c.offset.rotation * Eigen::Vector3f::UnitY();
     cases.push_back({"plane", c, [normal](const Eigen::Vector3f& p) {
                        return normal.dot(p - Eigen::Vector3f(0, 3, 0));
+                     }});
+  }
+  {
+    // Kept inside: the animated tip lies outside; the bone turns back in.
+    SpringCollider c;
+    c.offset.translation = Eigen::Vector3f(-1, 5, 0);
+    c.radius = 10.5f;
+    c.keep_inside = true;
+    cases.push_back({"keep-inside sphere", c, [](const Eigen::Vector3f& p) {
+                       return 10.5f - (p - Eigen::Vector3f(-1, 5, 0)).norm();
                      }});
   }
   {

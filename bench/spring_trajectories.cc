@@ -25,11 +25,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "bench/spring_scene.h"
 #include "solver_core/dynamics_state.h"
 #include "solver_core/spring_bones.h"
@@ -261,7 +261,14 @@ int main(int argc, char** argv) {
   if (argc < 3) return posewire::Usage();
   const std::string command = argv[1];
   if (command == "record" && (argc == 3 || argc == 4)) {
-    return posewire::Record(argv[2], argc == 4 ? std::atoi(argv[3]) : -1);
+    int perturb_frame = -1;
+    if (argc == 4 &&
+        (!absl::SimpleAtoi(argv[3], &perturb_frame) || perturb_frame < 0)) {
+      std::fprintf(stderr, "PERTURB_FRAME: '%s' is not a frame number\n",
+                   argv[3]);
+      return 2;
+    }
+    return posewire::Record(argv[2], perturb_frame);
   }
   if (command == "compare" && argc == 4) {
     return posewire::Compare(argv[2], argv[3]);

@@ -12,17 +12,11 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <iostream>
 #include <string>
-#include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "bench/spring_scene.h"
 #include "solver_core/dynamics_state.h"
-#include "solver_core/pose.h"
 #include "solver_core/simd_level.h"
-#include "solver_core/skeleton.h"
 #include "solver_core/spring_bones.h"
 
 namespace posewire {

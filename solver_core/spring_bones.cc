@@ -302,6 +302,21 @@ Eigen::Quaternionf ShortestArc(const Eigen::Vector3f& a,
 // ---------------------------------------------------------------------------
 // Per-bone constraints.
 
+// True when `bone` lies inside the cone of half-angle limit_angle around
+// `pose_bone` (of length `pose_len`), decided without square roots:
+// cos(angle) = d / (|pose| |bone|) >= cos_limit, squared with care for
+// signs. Most bones are; near the boundary the callers' exact test has the
+// last word.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ClearlyInsideCone(
+    const SpringParticle& pt, const Eigen::Vector3f& pose_bone, float pose_len,
+    const Eigen::Vector3f& bone) {
+  const float d = pose_bone.dot(bone);
+  const float rhs =
+      pt.cos_limit * pt.cos_limit * (pose_len * pose_len) * bone.squaredNorm();
+  return pt.cos_limit >= 0.0f ? (d >= 0.0f && d * d > rhs)
+                              : (d >= 0.0f || d * d < rhs);
+}
+
 // AdjustAngle: turns `bone` back onto the cone of half-angle limit_angle
 // around `pose_bone` (of length `pose_len`) when it points outside, keeping
 // its length.
@@ -312,16 +327,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void LimitAngle(
   if (!(pt.settings.limit_angle_degrees > 0.0f) || !(pose_len > kTinyLength)) {
     return;
   }
-  // Most bones are inside their cone: decide that without square roots,
-  // cos(angle) = d / (|pose| |bone|) >= cos_limit, squared with care for
-  // signs. Near the boundary the exact test below has the last word.
-  const float d = pose_bone.dot(*bone);
-  const float bb = bone->squaredNorm();
-  const float rhs = pt.cos_limit * pt.cos_limit * (pose_len * pose_len) * bb;
-  const bool inside = pt.cos_limit >= 0.0f ? (d >= 0.0f && d * d > rhs)
-                                           : (d >= 0.0f || d * d < rhs);
-  if (inside) return;
-  const float len = std::sqrt(bb);
+  if (ClearlyInsideCone(pt, pose_bone, pose_len, *bone)) return;
+  const float len = bone->norm();
   if (!(len > kTinyLength)) return;
   const Eigen::Vector3f pose_dir = pose_bone / pose_len;
   const Eigen::Vector3f dir = *bone / len;
@@ -360,15 +367,9 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline Eigen::Vector3f Constrain(
       !usable) {
     return parent + restored;
   }
-  // Most bones are inside their cone: decide that without square roots,
-  // cos(angle) = d / (|pose| |bone|) >= cos_limit, squared with care for
-  // signs. Near the boundary the test on c below has the last word.
-  const float d = pose_bone.dot(bone);
-  const float rhs =
-      pt.cos_limit * pt.cos_limit * (pose_len * pose_len) * bone.squaredNorm();
-  const bool inside = pt.cos_limit >= 0.0f ? (d >= 0.0f && d * d > rhs)
-                                           : (d >= 0.0f || d * d < rhs);
-  if (inside) return parent + restored;
+  if (ClearlyInsideCone(pt, pose_bone, pose_len, bone)) {
+    return parent + restored;
+  }
   const Eigen::Vector3f pose_dir = pose_bone / pose_len;
   const float c = pose_dir.dot(bone);  // |bone| cos(angle)
   if (c >= pt.cos_limit * len) return parent + restored;

@@ -123,23 +123,39 @@ struct Frame {
   std::vector<float> positions;
 };
 
+// A scenario's header: its joints, particles and frames.
+struct Header {
+  int joints = 0, particles = 0, frames = 0;
+  bool operator==(const Header&) const = default;
+};
+
 class Reader {
  public:
-  explicit Reader(const char* path) : file_(std::fopen(path, "rb")) {
+  explicit Reader(const char* path)
+      : path_(path), file_(std::fopen(path, "rb")) {
     if (file_ == nullptr) std::fprintf(stderr, "cannot read %s\n", path);
   }
   ~Reader() {
     if (file_ != nullptr) std::fclose(file_);
   }
   bool ok() const { return file_ != nullptr; }
-  // The next scenario's header; false at the end.
-  bool NextScenario(int* frames) {
-    int header[3];
-    if (std::fread(header, sizeof(int), 3, file_) != 3) return false;
-    frame_.rotations.resize(4 * static_cast<size_t>(header[0]));
-    frame_.positions.resize(3 * static_cast<size_t>(header[1]));
-    *frames = header[2];
-    return true;
+  enum class Next { kScenario, kEnd, kBad };
+  // The next scenario's header into `header`; kBad (with a message) for
+  // sizes no recording has.
+  Next NextScenario(Header* header) {
+    int h[3];
+    const size_t got = std::fread(h, sizeof(int), 3, file_);
+    if (got == 0 && std::feof(file_)) return Next::kEnd;
+    if (got != 3 || h[0] < 1 || h[0] > kMaxSkeletonJoints || h[1] < 0 ||
+        h[1] > kMaxSkeletonJoints || h[2] < 0 || h[2] > kFrames) {
+      std::fprintf(stderr, "%s: not a recording of this tool (bad header)\n",
+                   path_);
+      return Next::kBad;
+    }
+    *header = {h[0], h[1], h[2]};
+    frame_.rotations.resize(4 * static_cast<size_t>(h[0]));
+    frame_.positions.resize(3 * static_cast<size_t>(h[1]));
+    return Next::kScenario;
   }
   const Frame* NextFrame() {
     const size_t r = frame_.rotations.size(), p = frame_.positions.size();
@@ -151,6 +167,7 @@ class Reader {
   }
 
  private:
+  const char* path_;
   FILE* file_;
   Frame frame_;
 };
@@ -202,17 +219,20 @@ int Compare(const char* path_a, const char* path_b) {
   Reader a(path_a), b(path_b);
   if (!a.ok() || !b.ok()) return 1;
   std::vector<double> per_frame;
-  int frames_a = 0, frames_b = 0;
-  while (a.NextScenario(&frames_a)) {
-    if (!b.NextScenario(&frames_b) || frames_a != frames_b) {
+  Header ha, hb;
+  for (;;) {
+    const Reader::Next na = a.NextScenario(&ha);
+    const Reader::Next nb = b.NextScenario(&hb);
+    if (na == Reader::Next::kBad || nb == Reader::Next::kBad) return 1;
+    if (na == Reader::Next::kEnd && nb == Reader::Next::kEnd) break;
+    if (na != nb || !(ha == hb)) {
       std::fprintf(stderr, "the recordings hold different scenarios\n");
       return 1;
     }
-    for (int f = 0; f < frames_a; ++f) {
+    for (int f = 0; f < ha.frames; ++f) {
       const Frame* fa = a.NextFrame();
       const Frame* fb = b.NextFrame();
-      if (fa == nullptr || fb == nullptr ||
-          fa->rotations.size() != fb->rotations.size()) {
+      if (fa == nullptr || fb == nullptr) {
         std::fprintf(stderr, "a recording is cut short\n");
         return 1;
       }
@@ -227,10 +247,13 @@ int Smoothness(const char* path) {
   Reader r(path);
   if (!r.ok()) return 1;
   std::vector<double> per_frame;
-  int frames = 0;
-  while (r.NextScenario(&frames)) {
+  Header h;
+  for (;;) {
+    const Reader::Next next = r.NextScenario(&h);
+    if (next == Reader::Next::kBad) return 1;
+    if (next == Reader::Next::kEnd) break;
     Frame previous;
-    for (int f = 0; f < frames; ++f) {
+    for (int f = 0; f < h.frames; ++f) {
       const Frame* frame = r.NextFrame();
       if (frame == nullptr) {
         std::fprintf(stderr, "the recording is cut short\n");

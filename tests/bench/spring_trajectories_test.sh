@@ -46,9 +46,22 @@ expect 1 "not a recording" compare "$dir/garbage.bin" "$dir/garbage.bin"
 } >"$dir/small.bin"
 head -c 40 "$dir/small.bin" >"$dir/cut.bin"
 expect 1 "cut short" compare "$dir/small.bin" "$dir/cut.bin"
-if ! "$tool" compare "$dir/small.bin" "$dir/small.bin" |
-    grep -qF "> 1 deg 0 (0.00%)"; then
-  echo "FAIL: a recording does not compare equal to itself"
+same=$("$tool" compare "$dir/small.bin" "$dir/small.bin")
+if ! grep -qF "> 1 deg 0 (0.00%)" <<<"$same" ||
+    ! grep -qF "differ in some bit in 0 of 2 frames" <<<"$same"; then
+  echo "FAIL: a recording does not compare equal to itself: $same"
+  failures=$((failures + 1))
+fi
+# The same with the second frame's particle moved (its z set to 1.0f): the
+# rotations agree, the positions differ in one frame.
+{
+  head -c 64 "$dir/small.bin"
+  printf '\x00\x00\x80\x3f'
+} >"$dir/moved.bin"
+moved=$("$tool" compare "$dir/small.bin" "$dir/moved.bin")
+if ! grep -qF "> 1 deg 0 (0.00%)" <<<"$moved" ||
+    ! grep -qF "differ in some bit in 1 of 2 frames" <<<"$moved"; then
+  echo "FAIL: a moved particle is not reported: $moved"
   failures=$((failures + 1))
 fi
 

@@ -391,13 +391,14 @@ float Slop(const Eigen::Vector3f& p) {
 }
 
 // The deepest overlap of a bone sphere at `p` with the colliders, beyond
-// rounding: > 0 overlaps (`deepest` names the collider), <= 0 is clear.
-// With `exact` false, colliders the bone cannot reach are skipped by a
-// bounding-sphere test and only the sign is meaningful; with `exact` true the
-// value is a continuous function of `p`, as the arc search needs.
-float Overlap(absl::Span<const PlacedCollider> colliders, float radius,
-              const Eigen::Vector3f& p, bool exact, int* deepest) {
-  return DeepestPenetration(colliders, radius, p, Slop(p), !exact, deepest);
+// rounding: > 0 overlaps, <= 0 is clear. Every collider counts (no
+// bounding-sphere culling), so the value is a continuous function of `p`,
+// as the arc search needs; where only the sign matters, AnyPenetration is
+// cheaper.
+float ExactOverlap(absl::Span<const PlacedCollider> colliders, float radius,
+                   const Eigen::Vector3f& p) {
+  int ignored = -1;
+  return DeepestPenetration(colliders, radius, p, Slop(p), false, &ignored);
 }
 
 // The arc search's parameter. A point of the arc from unit direction `a`
@@ -522,7 +523,6 @@ Eigen::Vector3f TurnOutAlongArcScalar(
   const float perp_len = perp.norm();
   perp = perp_len > kTinyLength ? Eigen::Vector3f(perp / perp_len)
                                 : a.unitOrthogonal();
-  int ignored = -1;
   // A sphere or a plane: straight to where the arc leaves it, kept when no
   // other collider holds that point.
   ArcCosSin exit;
@@ -530,9 +530,10 @@ Eigen::Vector3f TurnOutAlongArcScalar(
               ab, &exit)) {
     const Eigen::Vector3f x =
         parent + (a * exit.cos + perp * exit.sin) * length;
-    if (!(Overlap(colliders, radius, x, true, &ignored) > 0.0f)) return x;
+    // Only the sign matters here: the culled test gives it.
+    if (!AnyPenetration(colliders, radius, x, Slop(x))) return x;
   }
-  float f_hi = Overlap(colliders, radius, target, true, &ignored);
+  float f_hi = ExactOverlap(colliders, radius, target);
   if (f_hi > 0.0f) return p;
   const float quarter = TanQuarterAngle(a.cross(b).norm(), ab);
   // Invariant: fraction `lo` of the arc overlaps (f_lo > 0), `hi` is clear.
@@ -546,7 +547,7 @@ Eigen::Vector3f TurnOutAlongArcScalar(
     if (!(t > lo && t < hi)) t = 0.5f * (lo + hi);
     const ArcCosSin sc = ArcPoint(t * quarter);
     const Eigen::Vector3f x = parent + (a * sc.cos + perp * sc.sin) * length;
-    const float f = Overlap(colliders, radius, x, true, &ignored);
+    const float f = ExactOverlap(colliders, radius, x);
     if (f > 0.0f) {
       lo = t;
       f_lo = f;

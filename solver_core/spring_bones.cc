@@ -643,14 +643,16 @@ struct SpringLaneLayoutW {
 struct SpringLaneLayout {
   SpringLaneLayoutW<lanes::kWidth> narrow;
   SpringLaneLayoutW<kSpringWideLanes> wide;
-  // Eight lanes pay only when the levels hold 16 or more particles on
-  // average. The solve is mostly a chain of dependent steps from one level
-  // to the next: at four lanes a level of 8 particles makes two independent
-  // groups the core overlaps, at eight lanes one group whose dependency
-  // chain is just as long (and eight-lane divisions and square roots are
-  // slower). Measured (AVX2 / SSE2 time per frame, chains of 8 bones, 4
-  // colliders): 8 chains 1.05, 9 chains 1.10, 12 chains 1.01, 16 chains
-  // 0.86.
+  // An eight-lane group does the work of two four-lane ones in about the
+  // same instructions, but a level's groups are also the independent work
+  // the core overlaps, and padding lanes cost as much as real ones. Eight
+  // lanes pay when they add little padding (at most 10% more lane slots
+  // than four-lane groups) and a level holds 8 or more particles on
+  // average. Measured (time per frame at 8 lanes / at 4, chains of 8
+  // bones, 4 colliders, walking; docs/PERFORMANCE.md): 4 chains 1.30, 6
+  // chains 1.05, 7 chains 1.02, 8 chains 0.92 (standing 0.86, world space
+  // 1.00), 10 chains 1.06, 12 chains 1.08, 14 chains 0.85, 16 chains 0.75,
+  // 20 chains 1.06, 24 chains 0.80.
   bool prefer_wide = false;
 };
 
@@ -826,10 +828,13 @@ std::shared_ptr<const SpringLaneLayout> BuildLaneLayout(
                    &layout->narrow);
   BuildLaneLayoutW(particles, skeleton_parents, particle_of_joint,
                    &layout->wide);
-  // Two or more full groups of eight per level on average.
+  // Groups hold one level each, so the slots count each level's padding.
   const size_t levels = static_cast<size_t>(1 + MaxDepth(particles));
-  layout->prefer_wide =
-      levels > 0 && particles.size() >= 2 * kSpringWideLanes * levels;
+  const size_t wide_slots = kSpringWideLanes * layout->wide.groups.size();
+  const size_t narrow_slots = lanes::kWidth * layout->narrow.groups.size();
+  layout->prefer_wide = !particles.empty() &&
+                        10 * wide_slots <= 11 * narrow_slots &&
+                        particles.size() >= kSpringWideLanes * levels;
   return layout;
 }
 

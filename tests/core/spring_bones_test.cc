@@ -1847,7 +1847,7 @@ TEST(SpringBones, DetectedSimdLevelGivesTheBitsOfSse2) {
                     << first * 300 / sse2.size();
     }
   }
-  // The eight-lane kernels did run (most rigs with 23 or more chains).
+  // The eight-lane kernels did run (most rigs of 16 chains or more).
   EXPECT_GE(wide_rigs, 10) << "of " << LevelScenarios().size();
 }
 

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Geometry>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "solver_core/pose.h"
+#include "solver_core/simd_level.h"
 #include "solver_core/skeleton.h"
 #include "solver_core/transform.h"
 
@@ -432,6 +434,34 @@ TEST(LocalToModel, LevelOrderGivesTheBitsOfIndexOrder) {
               &in_index_order[j]);
   }
   ExpectBitEqual(Fk(skeleton, local, root), in_index_order);
+}
+
+// With AVX2 the whole-pose pass does two joints of a level at once; it must
+// give the bits of the SSE pass, so machines with and without AVX2 agree.
+// Several roots, levels of odd and even sizes, non-uniform scales.
+TEST(LocalToModel, TwoJointsAtATimeGiveTheBitsOfOneAtATime) {
+  if (DetectedSimdLevel() != SimdLevel::kAvx2) {
+    GTEST_SKIP() << "this CPU has no AVX2: only the SSE pass runs here";
+  }
+  const Skeleton skeleton = RandomSkeleton(121, 77);
+  Rng rng(78);
+  LocalPose local = RandomPose(121, rng, 0.5f, 2.0f);
+  for (int j = 0; j < 121; j += 3) local[j].scale = rng.Vector(0.25f, 3.0f);
+  const Transform root = rng.UniformScaleTransform(0.5f, 2.0f);
+  const SimdLevel saved = ActiveSimdLevel();
+  SetMaxSimdLevel(SimdLevel::kSse2);
+  const ModelPose one_at_a_time = Fk(skeleton, local, root);
+  SetMaxSimdLevel(DetectedSimdLevel());
+  const ModelPose two_at_a_time = Fk(skeleton, local, root);
+  SetMaxSimdLevel(saved);
+  ExpectBitEqual(two_at_a_time, one_at_a_time);
+  // The pass did pair joints: some level holds two or more.
+  int widest = 0;
+  std::vector<int> per_depth(skeleton.num_joints() + 1, 0);
+  for (int j = 0; j < skeleton.num_joints(); ++j) {
+    widest = std::max(widest, ++per_depth[skeleton.Depth(j)]);
+  }
+  EXPECT_GE(widest, 2);
 }
 
 TEST(LocalToModel, RootTransformPlacesEveryJoint) {

@@ -1085,6 +1085,13 @@ bool RunScreened(const BlendingJob& job) {
 
 }  // namespace
 
+#if POSEWIRE_POSE_SCREEN_AVX2
+static_assert(POSEWIRE_BLEND_AVX2, "same condition as the AVX2 kernels");
+bool PoseLooksValidAvx2(absl::Span<const Transform> pose) {
+  return avx2::PoseLooksValid(pose);
+}
+#endif
+
 absl::Status BlendingJob::Validate() const {
   if (skeleton == nullptr) {
     return absl::InvalidArgumentError("blending.skeleton: not set");

@@ -30,6 +30,7 @@
 #include "absl/types/span.h"
 #include "solver_core/deterministic_math.h"
 #include "solver_core/pose.h"
+#include "solver_core/simd_level.h"
 #include "solver_core/skeleton.h"
 #include "solver_core/transform.h"
 
@@ -322,12 +323,27 @@ class TransformScreen {
 }  // namespace simd
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__SSE2__)
+#define POSEWIRE_POSE_SCREEN_AVX2 1
+// PoseLooksValid with AVX2, eight transforms at a time (blending_job.cc,
+// which compiles its AVX2 kernels under the same condition). Call only when
+// ActiveSimdLevel() is kAvx2.
+bool PoseLooksValidAvx2(absl::Span<const Transform> pose);
+#else
+#define POSEWIRE_POSE_SCREEN_AVX2 0
+#endif
+
 // TransformLooksValid for a whole pose, without a branch per transform
 // (simd::TransformScreen); squared rotation norms are computed four at a
-// time (squares, then a transpose-and-add).
+// time (squares, then a transpose-and-add), or eight at a time with AVX2.
 inline bool PoseLooksValid(absl::Span<const Transform> pose) {
 #if defined(__SSE2__)
   if constexpr (kSimdTransformLayout) {
+#if POSEWIRE_POSE_SCREEN_AVX2
+    if (pose.size() >= 16 && ActiveSimdLevel() == SimdLevel::kAvx2) {
+      return PoseLooksValidAvx2(pose);
+    }
+#endif
     const float* p = reinterpret_cast<const float*>(pose.data());
     const size_t n = pose.size();
     simd::TransformScreen screen;

@@ -748,5 +748,54 @@ TEST(QuaternionMathTest, QuaternionMath_ScreensAgreeWithValidateTransform) {
   EXPECT_TRUE(PoseLooksValid(pose));
 }
 
+// Poses of 16 or more transforms take the AVX2 screen when the CPU has it:
+// it must reject every pose the SSE2 screen rejects, wherever the bad
+// transform sits (in the eight-at-a-time, four-at-a-time and one-at-a-time
+// parts), and pass valid poses whatever their padding holds.
+TEST(QuaternionMathTest, PoseScreenRejectsTheSameAtEveryLevel) {
+  const SimdLevel saved = ActiveSimdLevel();
+  Rng rng(9);
+  for (const size_t size : {16, 17, 23, 29, 40}) {
+    std::vector<Transform> valid(size);
+    for (Transform& t : valid) t = rng.RandomTransform();
+    const float nan = kNaN;
+    for (Transform& t : valid) {
+      if (sizeof(Transform) != 48) break;
+      unsigned char* bytes = reinterpret_cast<unsigned char*>(&t);
+      std::memcpy(bytes + 12, &nan, 4);
+      std::memcpy(bytes + 44, &nan, 4);
+    }
+    for (const SimdLevel level : {SimdLevel::kSse2, DetectedSimdLevel()}) {
+      SetMaxSimdLevel(level);
+      EXPECT_TRUE(PoseLooksValid(valid)) << size << " " << SimdLevelName(level);
+      for (size_t at = 0; at < size; ++at) {
+        for (const float bad : {kNaN, kInf}) {
+          std::vector<Transform> pose = valid;
+          // A non-finite translation, rotation or scale, or a rotation far
+          // from unit length, in turn.
+          switch (at % 4) {
+            case 0:
+              pose[at].translation.y() = bad;
+              break;
+            case 1:
+              pose[at].rotation.w() = bad;
+              break;
+            case 2:
+              pose[at].scale.z() = bad;
+              break;
+            case 3:
+              pose[at].rotation.coeffs() *= 1.2f;
+              break;
+          }
+          EXPECT_FALSE(PoseLooksValid(pose))
+              << size << " transforms, bad at " << at << ", "
+              << SimdLevelName(level);
+        }
+      }
+    }
+  }
+  SetMaxSimdLevel(saved);
+}
+
 }  // namespace
 }  // namespace posewire

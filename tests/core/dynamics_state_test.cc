@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/pose.h"
+#include "solver_core/simd_level.h"
 #include "solver_core/skeleton.h"
 #include "solver_core/spring_bones.h"
 
@@ -237,6 +238,41 @@ TEST(DynamicsState, ValidateNamesTheBadField) {
   s.previous_component.scale = Eigen::Vector3f(1, 1, -1);
   EXPECT_THAT(std::string(ValidateDynamicsState(s).message()),
               HasSubstr("not uniform"));
+}
+
+// The scan for NaN and infinity runs eight floats at a time with AVX2 and
+// four without; at either level it must find a bad component anywhere in
+// the arrays (the wide part, the narrow part, the one-at-a-time tail) and
+// name its particle.
+TEST(DynamicsState, ValidateFindsANonFiniteComponentAnywhereAtEveryLevel) {
+  const SimdLevel saved = ActiveSimdLevel();
+  for (const size_t n : {1, 5, 11, 12, 13, 37}) {
+    DynamicsState s;
+    for (size_t i = 0; i < n; ++i) {
+      const float f = static_cast<float>(i);
+      s.positions.emplace_back(f, -f, 2.0f * f);
+    }
+    s.previous_positions = s.positions;
+    s.previous_pose_positions = s.positions;
+    for (const SimdLevel level : {SimdLevel::kSse2, DetectedSimdLevel()}) {
+      SetMaxSimdLevel(level);
+      EXPECT_TRUE(ValidateDynamicsState(s).ok()) << n;
+      for (size_t i = 0; i < n; ++i) {
+        for (int c = 0; c < 3; ++c) {
+          for (const float bad : {std::nanf(""), -INFINITY}) {
+            DynamicsState t = s;
+            t.previous_pose_positions[i][c] = bad;
+            const absl::Status st = ValidateDynamicsState(t);
+            EXPECT_THAT(
+                std::string(st.message()),
+                HasSubstr(absl::StrCat("previous_pose_positions[", i, "]")))
+                << n << " particles, " << SimdLevelName(level);
+          }
+        }
+      }
+    }
+  }
+  SetMaxSimdLevel(saved);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/pose.h"
 

@@ -219,9 +219,10 @@ class SpringRig {
   // The skeleton hierarchy the rig was built for.
   absl::Span<const int> skeleton_parents() const { return skeleton_parents_; }
   // Whether solves of this rig use the eight-lane AVX2 kernels when
-  // ActiveSimdLevel() allows: only for rigs whose levels (particles of one
-  // depth) hold 16 or more particles on average, where they are faster (see
-  // SpringLaneLayout). Either way the results are the same bits.
+  // ActiveSimdLevel() allows: when eight-lane groups add little padding over
+  // four-lane ones and the levels (particles of one depth) hold 8 or more
+  // particles on average, where they are faster (see SpringLaneLayout).
+  // Either way the results are the same bits.
   bool prefers_wide_lanes() const;
 
  private:

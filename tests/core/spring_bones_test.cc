@@ -513,6 +513,38 @@ TEST(SpringBones, BoneHeldByItsLimitTurnsJustClearOfTheCollider) {
   }
 }
 
+// In world space the simulated bones are the animated ones times the
+// component's scale; the output rotations must stay finite unit
+// quaternions at any scale (the output's arithmetic scales with it).
+TEST(SpringBones, WorldSpaceOutputIsUnitAtExtremeComponentScales) {
+  const Skeleton skeleton = MakeChain(5, 10.0f);
+  const LocalPose input = RestPose(skeleton);
+  for (const float scale : {1e-9f, 1e-3f, 100.0f, 1e10f}) {
+    SpringRigDesc desc = ChainDesc();
+    desc.space = SimulationSpace::kWorld;
+    Sim sim(skeleton, desc);
+    sim.forces.gravity = Gravity();
+    int turned = 0;
+    for (int frame = 0; frame < 30; ++frame) {
+      Transform component;
+      component.scale = Eigen::Vector3f::Constant(scale);
+      component.translation = Eigen::Vector3f(frame * 3.0f * scale, 0, 0);
+      component.rotation =
+          Eigen::AngleAxisf(0.05f * frame, Eigen::Vector3f::UnitY());
+      ASSERT_TRUE(sim.Frame(input, 1.0f / 60.0f, component).ok()) << scale;
+      for (int j = 0; j < skeleton.num_joints(); ++j) {
+        const Eigen::Quaternionf& q = sim.output[j].rotation;
+        ASSERT_TRUE(q.coeffs().allFinite()) << scale << " joint " << j;
+        EXPECT_NEAR(q.norm(), 1.0f, 1e-5f) << scale << " joint " << j;
+        if (!q.coeffs().isApprox(input[j].rotation.coeffs(), 1e-4f)) {
+          ++turned;
+        }
+      }
+    }
+    EXPECT_GT(turned, 0) << "nothing swung at scale " << scale;
+  }
+}
+
 TEST(SpringBones, CollidersFollowTheWorldTheComponentAndTheBones) {
   // A floor fixed in the world under a moved, turned component; a sphere
   // following an animated joint. Distances are checked in the space each

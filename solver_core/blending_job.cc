@@ -15,12 +15,10 @@
 
 // AVX2 kernels (per-function target attributes, chosen at run time) on
 // x86-64 with GCC or Clang.
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__SSE2__)
+#if POSEWIRE_AVX2_KERNELS
 #include <immintrin.h>
-#define POSEWIRE_BLEND_AVX2 1
-#else
-#define POSEWIRE_BLEND_AVX2 0
 #endif
+#define POSEWIRE_BLEND_AVX2 POSEWIRE_AVX2_KERNELS
 
 namespace posewire {
 namespace {
@@ -232,9 +230,6 @@ inline void BlendFourJoints(const Contributor* const c[4], const int count[4],
 // running sums, the same (x x' + z z') + (y y' + w w') dot products, the
 // same 1 / sqrt and degenerate test), without FMA or estimates, so both
 // paths give the same bits.
-#define POSEWIRE_AVX2_INLINE \
-  __attribute__((target("avx2"), always_inline)) inline
-#define POSEWIRE_AVX2_FUNCTION __attribute__((target("avx2"), noinline))
 
 namespace avx2 {
 
@@ -1085,8 +1080,7 @@ bool RunScreened(const BlendingJob& job) {
 
 }  // namespace
 
-#if POSEWIRE_POSE_SCREEN_AVX2
-static_assert(POSEWIRE_BLEND_AVX2, "same condition as the AVX2 kernels");
+#if POSEWIRE_AVX2_KERNELS
 bool PoseLooksValidAvx2(absl::Span<const Transform> pose) {
   return avx2::PoseLooksValid(pose);
 }

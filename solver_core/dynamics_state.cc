@@ -7,16 +7,13 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#if defined(__x86_64__) && defined(__SSE2__)
-#include <immintrin.h>
-#define POSEWIRE_STATE_AVX2 1
-#else
-#define POSEWIRE_STATE_AVX2 0
-#endif
-
 #include "absl/strings/str_cat.h"
 #include "solver_core/pose.h"
 #include "solver_core/simd_level.h"
+
+#if POSEWIRE_AVX2_KERNELS
+#include <immintrin.h>
+#endif
 
 namespace posewire {
 namespace {
@@ -96,14 +93,13 @@ class Reader {
   size_t pos_ = 0;
 };
 
-#if POSEWIRE_STATE_AVX2
+#if POSEWIRE_AVX2_KERNELS
 // ValidateArray's scan eight floats at a time, for CPUs with AVX2 (compiled
 // for it alone; the file is built for baseline x86-64): the floats from
 // `k` on, in steps of 32, while they last; returns where it stopped, and
 // in `bad` non-zero when an exponent was all ones.
-__attribute__((target("avx2"), noinline)) size_t ScanAvx2(const float* floats,
-                                                          size_t count,
-                                                          uint32_t* bad) {
+POSEWIRE_AVX2_FUNCTION size_t ScanAvx2(const float* floats, size_t count,
+                                       uint32_t* bad) {
   const __m256i exponent = _mm256_set1_epi32(0x7f800000);
   auto all_ones = [&](size_t at) __attribute__((target("avx2"))) {
     const __m256i bits =
@@ -132,7 +128,7 @@ absl::Status ValidateArray(const std::vector<Eigen::Vector3f>& values,
   const float* floats = values.empty() ? nullptr : values[0].data();
   uint32_t bad = 0;
   size_t k = 0;
-#if POSEWIRE_STATE_AVX2
+#if POSEWIRE_AVX2_KERNELS
   if (count >= 32 && ActiveSimdLevel() == SimdLevel::kAvx2) {
     k = ScanAvx2(floats, count, &bad);
   }

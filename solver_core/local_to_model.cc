@@ -1,16 +1,13 @@
 #include "solver_core/local_to_model.h"
 
-#if defined(__x86_64__) && defined(__SSE2__)
-#include <immintrin.h>
-#define POSEWIRE_FK_AVX2 1
-#else
-#define POSEWIRE_FK_AVX2 0
-#endif
-
 #include "absl/strings/str_cat.h"
 #include "solver_core/pose.h"
 #include "solver_core/quaternion_math.h"
 #include "solver_core/simd_level.h"
+
+#if POSEWIRE_AVX2_KERNELS
+#include <immintrin.h>
+#endif
 
 namespace posewire {
 namespace {
@@ -19,7 +16,7 @@ absl::Status ValidateRoot(const Transform& root, absl::string_view field) {
   return ValidateTransform(root, field, 0, "root space");
 }
 
-#if POSEWIRE_FK_AVX2
+#if POSEWIRE_AVX2_KERNELS
 // CombineTo (transform.h) for two joints of one level at once, one joint per
 // 128-bit half of each AVX register. AVX's shuffles act within halves, so
 // each half performs exactly CombineTo's SSE operations in the same order
@@ -27,14 +24,12 @@ absl::Status ValidateRoot(const Transform& root, absl::string_view field) {
 // none) and gets the same bits: a pass half the length of the SSE one.
 // Compiled per function for AVX2; called only when ActiveSimdLevel() is
 // kAvx2.
-#define POSEWIRE_FK_AVX2_INLINE \
-  __attribute__((target("avx2"), always_inline)) inline
 
 namespace avx2 {
 
 // Row `offset` (0 translation, 4 rotation, 8 scale) of transforms a and b.
-POSEWIRE_FK_AVX2_INLINE __m256 LoadRows(const Transform& a, const Transform& b,
-                                        int offset) {
+POSEWIRE_AVX2_INLINE __m256 LoadRows(const Transform& a, const Transform& b,
+                                     int offset) {
   return _mm256_insertf128_ps(
       _mm256_castps128_ps256(
           _mm_loadu_ps(reinterpret_cast<const float*>(&a) + offset)),
@@ -42,15 +37,15 @@ POSEWIRE_FK_AVX2_INLINE __m256 LoadRows(const Transform& a, const Transform& b,
 }
 
 // transform_internal::LoadRowXyz on both halves: the padding lanes zeroed.
-POSEWIRE_FK_AVX2_INLINE __m256 LoadRowsXyz(const Transform& a,
-                                           const Transform& b, int offset) {
+POSEWIRE_AVX2_INLINE __m256 LoadRowsXyz(const Transform& a, const Transform& b,
+                                        int offset) {
   return _mm256_and_ps(
       LoadRows(a, b, offset),
       _mm256_castsi256_ps(_mm256_set_epi32(0, -1, -1, -1, 0, -1, -1, -1)));
 }
 
-POSEWIRE_FK_AVX2_INLINE void StoreRows(__m256 v, Transform* a, Transform* b,
-                                       int offset) {
+POSEWIRE_AVX2_INLINE void StoreRows(__m256 v, Transform* a, Transform* b,
+                                    int offset) {
   _mm_storeu_ps(reinterpret_cast<float*>(a) + offset,
                 _mm256_castps256_ps128(v));
   _mm_storeu_ps(reinterpret_cast<float*>(b) + offset,
@@ -58,7 +53,7 @@ POSEWIRE_FK_AVX2_INLINE void StoreRows(__m256 v, Transform* a, Transform* b,
 }
 
 // transform_internal::CrossRows.
-POSEWIRE_FK_AVX2_INLINE __m256 Cross(__m256 a, __m256 b) {
+POSEWIRE_AVX2_INLINE __m256 Cross(__m256 a, __m256 b) {
   const __m256 a_yzx = _mm256_shuffle_ps(a, a, _MM_SHUFFLE(3, 0, 2, 1));
   const __m256 b_yzx = _mm256_shuffle_ps(b, b, _MM_SHUFFLE(3, 0, 2, 1));
   const __m256 c =
@@ -67,7 +62,7 @@ POSEWIRE_FK_AVX2_INLINE __m256 Cross(__m256 a, __m256 b) {
 }
 
 // transform_internal::MultiplyRows.
-POSEWIRE_FK_AVX2_INLINE __m256 Multiply(__m256 p, __m256 q) {
+POSEWIRE_AVX2_INLINE __m256 Multiply(__m256 p, __m256 q) {
   const __m256 px = _mm256_shuffle_ps(p, p, _MM_SHUFFLE(0, 0, 0, 0));
   const __m256 py = _mm256_shuffle_ps(p, p, _MM_SHUFFLE(1, 1, 1, 1));
   const __m256 pz = _mm256_shuffle_ps(p, p, _MM_SHUFFLE(2, 2, 2, 2));
@@ -87,7 +82,7 @@ POSEWIRE_FK_AVX2_INLINE __m256 Multiply(__m256 p, __m256 q) {
 }
 
 // transform_internal::RotateRow.
-POSEWIRE_FK_AVX2_INLINE __m256 Rotate(__m256 q, __m256 v) {
+POSEWIRE_AVX2_INLINE __m256 Rotate(__m256 q, __m256 v) {
   __m256 uv = Cross(q, v);
   uv = _mm256_add_ps(uv, uv);
   const __m256 w = _mm256_shuffle_ps(q, q, _MM_SHUFFLE(3, 3, 3, 3));
@@ -95,11 +90,11 @@ POSEWIRE_FK_AVX2_INLINE __m256 Rotate(__m256 q, __m256 v) {
 }
 
 // CombineTo(parent_a, child_a, out_a) and the same for b.
-POSEWIRE_FK_AVX2_INLINE void CombineTwo(const Transform& parent_a,
-                                        const Transform& parent_b,
-                                        const Transform& child_a,
-                                        const Transform& child_b,
-                                        Transform* out_a, Transform* out_b) {
+POSEWIRE_AVX2_INLINE void CombineTwo(const Transform& parent_a,
+                                     const Transform& parent_b,
+                                     const Transform& child_a,
+                                     const Transform& child_b, Transform* out_a,
+                                     Transform* out_b) {
   const __m256 ps = LoadRowsXyz(parent_a, parent_b, 8);
   const __m256 pq = LoadRows(parent_a, parent_b, 4);
   const __m256 t = _mm256_add_ps(
@@ -114,9 +109,10 @@ POSEWIRE_FK_AVX2_INLINE void CombineTwo(const Transform& parent_a,
 
 // The whole pose in level order, two joints of one level at a time (a
 // level of odd size ends with one joint done alone, by CombineTo).
-__attribute__((target("avx2"), noinline)) void LevelOrderTwoAtATime(
-    const Skeleton& skel, const Transform& root, const Transform* in,
-    Transform* out) {
+POSEWIRE_AVX2_FUNCTION void LevelOrderTwoAtATime(const Skeleton& skel,
+                                                 const Transform& root,
+                                                 const Transform* in,
+                                                 Transform* out) {
   const absl::Span<const int> order = skel.level_order();
   const int* parents = skel.parents().data();
   const size_t n = order.size();
@@ -139,7 +135,7 @@ __attribute__((target("avx2"), noinline)) void LevelOrderTwoAtATime(
 }
 
 }  // namespace avx2
-#endif  // POSEWIRE_FK_AVX2
+#endif  // POSEWIRE_AVX2_KERNELS
 
 }  // namespace
 
@@ -202,7 +198,7 @@ void LocalToModelJob::RunUnchecked() const {
     // overlap (each joint's arithmetic is the same in any parents-first
     // order, so the bits are too), and with AVX2 two joints of a level at
     // once.
-#if POSEWIRE_FK_AVX2
+#if POSEWIRE_AVX2_KERNELS
     if constexpr (transform_internal::kRowLayout) {
       if (ActiveSimdLevel() == SimdLevel::kAvx2) {
         avx2::LevelOrderTwoAtATime(skel, root, in, out);

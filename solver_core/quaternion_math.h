@@ -323,14 +323,10 @@ class TransformScreen {
 }  // namespace simd
 #endif
 
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__SSE2__)
-#define POSEWIRE_POSE_SCREEN_AVX2 1
-// PoseLooksValid with AVX2, eight transforms at a time (blending_job.cc,
-// which compiles its AVX2 kernels under the same condition). Call only when
-// ActiveSimdLevel() is kAvx2.
+#if POSEWIRE_AVX2_KERNELS
+// PoseLooksValid with AVX2, eight transforms at a time (blending_job.cc).
+// Call only when ActiveSimdLevel() is kAvx2.
 bool PoseLooksValidAvx2(absl::Span<const Transform> pose);
-#else
-#define POSEWIRE_POSE_SCREEN_AVX2 0
 #endif
 
 // TransformLooksValid for a whole pose, without a branch per transform
@@ -339,7 +335,7 @@ bool PoseLooksValidAvx2(absl::Span<const Transform> pose);
 inline bool PoseLooksValid(absl::Span<const Transform> pose) {
 #if defined(__SSE2__)
   if constexpr (kSimdTransformLayout) {
-#if POSEWIRE_POSE_SCREEN_AVX2
+#if POSEWIRE_AVX2_KERNELS
     if (pose.size() >= 16 && ActiveSimdLevel() == SimdLevel::kAvx2) {
       return PoseLooksValidAvx2(pose);
     }

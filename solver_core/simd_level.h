@@ -15,6 +15,19 @@
 
 #include "absl/strings/string_view.h"
 
+// Whether this build compiles AVX2 kernels (x86-64 with GCC or Clang), and
+// the attributes that compile one function for AVX2 in a file built for
+// baseline x86-64. Call such a function only when ActiveSimdLevel() is
+// kAvx2.
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__SSE2__)
+#define POSEWIRE_AVX2_KERNELS 1
+#define POSEWIRE_AVX2_FUNCTION __attribute__((target("avx2"), noinline))
+#define POSEWIRE_AVX2_INLINE \
+  __attribute__((target("avx2"), always_inline)) inline
+#else
+#define POSEWIRE_AVX2_KERNELS 0
+#endif
+
 namespace posewire {
 
 enum class SimdLevel {

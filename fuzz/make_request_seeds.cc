@@ -19,11 +19,11 @@
 #include "fuzz/session_input.h"
 #include "google/protobuf/text_format.h"
 #include "posewire/v1/posewire.pb.h"
-#include "server/server_config.h"
-#include "server/session.h"
-#include "server/skeleton_cache.h"
-#include "server/solve.h"
-#include "server/wire_convert.h"
+#include "server/service/server_config.h"
+#include "server/service/session.h"
+#include "server/service/skeleton_cache.h"
+#include "server/service/solve.h"
+#include "server/wire/wire_convert.h"
 #include "solver_core/io/bvh_reader.h"
 
 namespace posewire::fuzz {

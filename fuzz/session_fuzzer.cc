@@ -20,8 +20,8 @@
 #include "fuzz/wire_checks.h"
 #include "google/protobuf/stubs/logging.h"
 #include "posewire/v1/posewire.pb.h"
-#include "server/server_config.h"
-#include "server/session.h"
+#include "server/service/server_config.h"
+#include "server/service/session.h"
 
 // Protobuf logs every string field with invalid UTF-8 it parses; on
 // mutated bytes that is most inputs, and the log would drown the fuzzer's.

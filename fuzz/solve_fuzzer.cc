@@ -15,9 +15,9 @@
 #include "fuzz/wire_checks.h"
 #include "google/protobuf/stubs/logging.h"
 #include "posewire/v1/posewire.pb.h"
-#include "server/server_config.h"
-#include "server/skeleton_cache.h"
-#include "server/solve.h"
+#include "server/service/server_config.h"
+#include "server/service/skeleton_cache.h"
+#include "server/service/solve.h"
 
 // Protobuf logs every string field with invalid UTF-8 it parses; on
 // mutated bytes that is most inputs, and the log would drown the fuzzer's.

@@ -20,7 +20,7 @@ ours, or when no stack is gRPC's (nothing to blame it on), with one
 exception: a report between our code and gRPC (de)serialising a message
 (SerializationTraits, CallOpSendMessage, CallOpRecvMessage) is the hand-off
 of a client's request or response to gRPC's threads, which our annotations
-(server/grpc_handoff.h) cannot reach because gRPC touches the message
+(proto/grpc_handoff.h) cannot reach because gRPC touches the message
 before our callback runs; those are counted apart. The server parses and
 serialises its own messages, so on its side no such hand-off exists. Any
 report of ours fails the run and is printed whole; the others are counted

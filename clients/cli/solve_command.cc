@@ -9,7 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "clients/cli/cli_common.h"
-#include "server/wire_convert.h"
+#include "server/wire/wire_convert.h"
 #include "solver_core/io/asset_reader.h"
 #include "solver_core/io/bvh_writer.h"
 

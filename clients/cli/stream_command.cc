@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "clients/cli/cli_common.h"
-#include "server/wire_convert.h"
+#include "server/wire/wire_convert.h"
 #include "solver_core/io/asset_reader.h"
 
 namespace posewire::cli {

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/wire_convert.h"
+#include "server/wire/wire_convert.h"
 
 namespace posewire::client {
 namespace {

@@ -47,11 +47,11 @@
 #include "clients/load/workload.h"
 #include "google/protobuf/arena.h"
 #include "posewire/v1/posewire.grpc.pb.h"
-#include "server/grpc_handoff.h"
-#include "server/server_config.h"
-#include "server/session.h"
-#include "server/skeleton_cache.h"
-#include "server/solve.h"
+#include "proto/grpc_handoff.h"
+#include "server/service/server_config.h"
+#include "server/service/session.h"
+#include "server/service/skeleton_cache.h"
+#include "server/service/solve.h"
 #include "solver_core/io/bvh_reader.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Server address host:port.");
@@ -436,16 +436,16 @@ class StreamSender final
   }
 
   void OnWriteDone(bool ok) override {
-    server::TakeBackFromGrpc(this);
+    posewire::TakeBackFromGrpc(this);
     Step(ok);
   }
   void OnReadDone(bool ok) override {
-    server::TakeBackFromGrpc(this);
+    posewire::TakeBackFromGrpc(this);
     answered_ = Clock::now();
     Step(ok);
   }
   void OnDone(const grpc::Status& status) override {
-    server::TakeBackFromGrpc(this);
+    posewire::TakeBackFromGrpc(this);
     if (broken_) {
       CountError(r_, phase_.live,
                  status.ok() ? grpc::StatusCode::UNKNOWN
@@ -463,7 +463,7 @@ class StreamSender final
     request_bytes_ = grpc::ByteBuffer(&slice, 1);
     response_bytes_.Clear();
     start_ = Clock::now();
-    server::HandOffToGrpc(this);
+    posewire::HandOffToGrpc(this);
     StartRead(&response_bytes_);
     StartWrite(&request_bytes_);
   }
@@ -508,7 +508,7 @@ class StreamSender final
   }
 
   void Stop() override {
-    server::HandOffToGrpc(this);
+    posewire::HandOffToGrpc(this);
     StartWritesDone();
     RemoveHold();
   }
@@ -563,13 +563,13 @@ class UnarySender final : public NetworkSender {
     grpc::ClientContext* call_context = context.get();
     const v1::SolveRequest* request = known_ ? &by_hash_[v] : &inline_[v];
     v1::PoseWire::StubInterface::async_interface* async = stub_.async();
-    server::HandOffToGrpc(this);
+    posewire::HandOffToGrpc(this);
     async->Solve(call_context, request, &response_,
                  [this](grpc::Status status) { OnSolved(status); });
   }
 
   void OnSolved(const grpc::Status& status) {
-    server::TakeBackFromGrpc(this);
+    posewire::TakeBackFromGrpc(this);
     const Clock::time_point answered = Clock::now();
     // NOT_FOUND by hash: the server evicted the skeleton; resend inline.
     if (known_ && !retried_ &&

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
-#include "server/wire_convert.h"
+#include "server/wire/wire_convert.h"
 #include "solver_core/local_to_model.h"
 #include "solver_core/pose.h"
 #include "solver_core/sampling_job.h"

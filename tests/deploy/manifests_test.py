@@ -6,7 +6,7 @@ compose nginx and Prometheus configs and deploy/Dockerfile, and checks the
 fields that break a deployment silently when they drift: image names,
 ports, probes, the non-root user, grace periods, and every flag given by
 argument or POSEWIRE_* environment variable against the ABSL_FLAGs that
-server/main.cc defines (parsed from the source, so no build is needed).
+server/transport/main.cc defines (parsed from the source, so no build is needed).
 
   /usr/bin/python3 tests/deploy/manifests_test.py [-v]
 
@@ -33,8 +33,8 @@ def read(relative):
 
 
 def server_flags():
-    """name -> default literal, for every ABSL_FLAG in server/main.cc."""
-    source = read("server/main.cc")
+    """name -> default literal, for every ABSL_FLAG in server/transport/main.cc."""
+    source = read("server/transport/main.cc")
     flags = {}
     for match in re.finditer(
             r"ABSL_FLAG\(\s*([\w:]+)\s*,\s*(\w+)\s*,\s*([^,]+),", source):

@@ -1779,23 +1779,20 @@ std::vector<BadInput> Catalogue(std::shared_ptr<grpc::Channel> channel) {
       StatusCode::INVALID_ARGUMENT,
       "frame.characters[0].op_updates[0].target: NaN or infinite component"));
   add(SessionRow(
-      "rig_with_bad_op", "a rig whose two_bone_ik names 'Wing', then a frame",
+      "rig_with_bad_op",
+      "a rig whose two_bone_ik names 'Wing' (refused when registered)",
       [] {
-        std::vector<v1::SessionRequest> messages(3);
+        std::vector<v1::SessionRequest> messages(1);
         v1::RegisterRig* rig = messages[0].mutable_register_rig();
         rig->set_id("broken");
         rig->set_skeleton_id("cmu");
         v1::TwoBoneIkOp* op = rig->add_ops()->mutable_two_bone_ik();
         op->set_start_joint("Wing");
-        messages[1].mutable_register_character()->set_id("icarus");
-        messages[1].mutable_register_character()->set_rig_id("broken");
-        messages[2] = FrameFor(1, "icarus");
         return messages;
       },
       StatusCode::INVALID_ARGUMENT,
-      "frame.characters[0].ops[0].two_bone_ik.start_joint: no joint named "
+      "register_rig.ops[0].two_bone_ik.start_joint: no joint named "
       "'Wing'"));
-
   // ---- the transport: truncation, cancellation, oversized and raw bytes
   add({"stream_writes_done_mid_sequence",
        "4 registrations written without reading, then WritesDone (no frame)",

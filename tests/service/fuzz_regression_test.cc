@@ -17,10 +17,10 @@
 #include "absl/status/status.h"
 #include "fuzz/session_input.h"
 #include "posewire/v1/posewire.pb.h"
-#include "server/server_config.h"
-#include "server/session.h"
-#include "server/skeleton_cache.h"
-#include "server/solve.h"
+#include "server/service/server_config.h"
+#include "server/service/session.h"
+#include "server/service/skeleton_cache.h"
+#include "server/service/solve.h"
 
 namespace posewire::server {
 namespace {

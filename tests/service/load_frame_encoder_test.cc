@@ -15,7 +15,7 @@
 #include "clients/load/workload.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "server/session.h"
+#include "server/service/session.h"
 #include "tests/service/service_fixture.h"
 
 namespace posewire::load {

@@ -1,7 +1,7 @@
 // Metrics: operation times gathered per request or frame (OperationTimings)
 // must end up in the histogram exactly as observing each value would put
 // them, and a server's metrics page must count every op of a batch.
-#include "server/metrics.h"
+#include "server/transport/metrics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // The server started in process on 127.0.0.1:0 and called over real gRPC:
 // GetInfo, the standard health service and server reflection.
-#include "server/server.h"
+#include "server/transport/server.h"
 
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
@@ -15,9 +15,9 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "posewire/v1/posewire.grpc.pb.h"
-#include "server/pipeline.h"
-#include "server/request_placement.h"
-#include "server/version.h"
+#include "server/ops/op_table.h"
+#include "server/transport/request_placement.h"
+#include "server/transport/version.h"
 
 namespace posewire::server {
 namespace {

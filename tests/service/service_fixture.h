@@ -13,8 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "posewire/v1/posewire.grpc.pb.h"
-#include "server/server.h"
-#include "server/wire_convert.h"
+#include "server/transport/server.h"
+#include "server/wire/wire_convert.h"
 #include "solver_core/io/bvh_reader.h"
 #include "solver_core/local_to_model.h"
 #include "solver_core/sampling_job.h"

@@ -1,0 +1,58 @@
+#include "server/ops/clip_library.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/wire/wire_convert.h"
+
+namespace posewire::server {
+
+ClipLibrary::ClipLibrary(
+    const Skeleton* skeleton,
+    const google::protobuf::RepeatedPtrField<v1::Clip>* wire_clips)
+    : skeleton_(skeleton), wire_clips_(wire_clips) {
+  const int n = wire_clips->size();
+  clips_.resize(n);
+  names_.resize(n);
+  ready_.assign(n, false);
+  for (int i = 0; i < n; ++i) {
+    names_[i] = (*wire_clips)[i].name();
+    // The first clip of a name wins; duplicates are rejected when the
+    // request is validated.
+    index_.emplace(names_[i], i);
+  }
+}
+
+ClipLibrary::ClipLibrary(const Skeleton* skeleton) : skeleton_(skeleton) {}
+
+absl::Status ClipLibrary::Add(std::string name, Clip clip) {
+  if (index_.contains(name)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("clip '", name, "' is already registered"));
+  }
+  index_.emplace(name, static_cast<int>(clips_.size()));
+  names_.push_back(std::move(name));
+  clips_.push_back(std::move(clip));
+  ready_.push_back(true);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> ClipLibrary::Find(absl::string_view name,
+                                      absl::string_view field) {
+  auto it = index_.find(name);
+  if (it == index_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat(field, ": no clip named '", name, "'"));
+  }
+  const int index = it->second;
+  if (!ready_[index]) {
+    auto clip = ClipFromProto((*wire_clips_)[index], *skeleton_,
+                              absl::StrCat("clips[", index, "]"));
+    if (!clip.ok()) return clip.status();
+    clips_[index] = *std::move(clip);
+    ready_[index] = true;
+  }
+  return index;
+}
+
+}  // namespace posewire::server

@@ -1,0 +1,57 @@
+// The clips a character's operations may name, for one skeleton.
+//
+// A Solve request carries clips without saying which skeleton they animate,
+// so they are converted (and validated) against a skeleton the first time an
+// operation of a character with that skeleton names them. A session
+// registers clips for a skeleton up front. Both end up here: a contiguous
+// array (CrossfadeJob indexes into it) plus a name index.
+#ifndef POSEWIRE_SERVER_OPS_CLIP_LIBRARY_H_
+#define POSEWIRE_SERVER_OPS_CLIP_LIBRARY_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "google/protobuf/repeated_ptr_field.h"
+#include "posewire/v1/types.pb.h"
+#include "solver_core/clip.h"
+#include "solver_core/skeleton.h"
+
+namespace posewire::server {
+
+class ClipLibrary {
+ public:
+  // A library that converts `wire_clips` (borrowed; must outlive it) for
+  // `skeleton` on demand.
+  ClipLibrary(const Skeleton* skeleton,
+              const google::protobuf::RepeatedPtrField<v1::Clip>* wire_clips);
+  // An empty library filled with Add.
+  explicit ClipLibrary(const Skeleton* skeleton);
+
+  // Adds an already validated clip under `name`. ALREADY_EXISTS if taken.
+  absl::Status Add(std::string name, Clip clip);
+
+  // The index of the clip called `name`, converting it first if needed.
+  // NOT_FOUND naming `field` when there is none; INVALID_ARGUMENT when it
+  // does not fit the skeleton.
+  absl::StatusOr<int> Find(absl::string_view name, absl::string_view field);
+
+  // Every clip; only indices returned by Find or Add are valid clips.
+  absl::Span<const Clip> clips() const { return clips_; }
+  const std::string& name(int index) const { return names_[index]; }
+  int size() const { return static_cast<int>(clips_.size()); }
+
+ private:
+  const Skeleton* skeleton_;
+  const google::protobuf::RepeatedPtrField<v1::Clip>* wire_clips_ = nullptr;
+  std::vector<Clip> clips_;
+  std::vector<std::string> names_;
+  std::vector<bool> ready_;
+  absl::flat_hash_map<std::string, int> index_;
+};
+
+}  // namespace posewire::server
+
+#endif  // POSEWIRE_SERVER_OPS_CLIP_LIBRARY_H_

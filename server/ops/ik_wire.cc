@@ -1,0 +1,214 @@
+#include "server/ops/ik_wire.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "server/wire/field_name.h"
+#include "server/wire/wire_convert.h"
+
+namespace posewire::server {
+namespace {
+
+EulerOrder EulerOrderFromProto(v1::EulerOrder order) {
+  switch (order) {
+    case v1::EULER_ORDER_XZY:
+      return EulerOrder::kXZY;
+    case v1::EULER_ORDER_YXZ:
+      return EulerOrder::kYXZ;
+    case v1::EULER_ORDER_YZX:
+      return EulerOrder::kYZX;
+    case v1::EULER_ORDER_ZXY:
+      return EulerOrder::kZXY;
+    case v1::EULER_ORDER_ZYX:
+      return EulerOrder::kZYX;
+    default:
+      return EulerOrder::kXYZ;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Eigen::Vector3f> RequiredVec3(bool has, const v1::Vec3& v,
+                                             absl::string_view field) {
+  if (!has) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
+  }
+  return Vec3FromProto(v, field);
+}
+
+absl::StatusOr<Eigen::Vector3f> OptionalVec3(bool has, const v1::Vec3& v,
+                                             const Eigen::Vector3f& fallback,
+                                             absl::string_view field) {
+  if (!has) return fallback;
+  return Vec3FromProto(v, field);
+}
+
+absl::StatusOr<Eigen::Vector3f> CompiledTarget::For(
+    const OpFrame& frame) const {
+  if (frame.update != nullptr && frame.update->has_target()) {
+    // Checked finite by IndexOpUpdates.
+    return Eigen::Vector3f(frame.update->target().x(),
+                           frame.update->target().y(),
+                           frame.update->target().z());
+  }
+  if (value.has_value()) return *value;
+  return absl::InvalidArgumentError(
+      absl::StrCat(frame.field, leaf, ": required"));
+}
+
+absl::StatusOr<CompiledTarget> CompileTarget(bool has, const v1::Vec3& v,
+                                             absl::string_view field) {
+  CompiledTarget target;
+  if (!has) return target;
+  auto value = Vec3FromProto(v, field);
+  if (!value.ok()) return value.status();
+  target.value = *value;
+  return target;
+}
+
+absl::StatusOr<int> Iterations(bool has, uint32_t value, int limit,
+                               absl::string_view field) {
+  if (!has) return std::min(kDefaultIterations, limit);
+  if (value > static_cast<uint32_t>(limit)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": ", value, " iterations exceed this server's limit of ", limit,
+        " (GetInfo limits.max_solver_iterations)"));
+  }
+  return static_cast<int>(value);
+}
+
+absl::StatusOr<IkTolerance> ToleranceFromProto(const v1::Tolerance& proto,
+                                               absl::string_view field) {
+  IkTolerance tolerance;
+  switch (proto.tolerance_case()) {
+    case v1::Tolerance::kAbsolute:
+      tolerance.value = proto.absolute();
+      break;
+    case v1::Tolerance::kRelativeToSkeleton:
+      tolerance.value = proto.relative_to_skeleton();
+      tolerance.relative_to_skeleton = true;
+      break;
+    case v1::Tolerance::TOLERANCE_NOT_SET:
+      break;
+  }
+  if (absl::Status s = ValidateTolerance(tolerance, field); !s.ok()) return s;
+  return tolerance;
+}
+
+absl::StatusOr<std::vector<int>> ChainFromProto(
+    const Skeleton& skeleton,
+    const google::protobuf::RepeatedPtrField<std::string>& names,
+    absl::string_view field) {
+  std::vector<int> chain;
+  chain.reserve(names.size());
+  for (int i = 0; i < names.size(); ++i) {
+    auto joint =
+        JointIndex(skeleton, names[i], absl::StrCat(field, "[", i, "]"));
+    if (!joint.ok()) return joint.status();
+    chain.push_back(*joint);
+  }
+  if (absl::Status s = ValidateChain(skeleton, chain, field); !s.ok()) return s;
+  return chain;
+}
+
+absl::StatusOr<std::vector<JointLimit>> LimitsFromProto(
+    const Skeleton& skeleton,
+    const google::protobuf::RepeatedPtrField<v1::JointLimitSpec>& specs,
+    absl::string_view field) {
+  std::vector<JointLimit> limits;
+  if (specs.empty()) return limits;
+  limits.resize(skeleton.num_joints());
+  std::vector<bool> seen(skeleton.num_joints(), false);
+  for (int i = 0; i < specs.size(); ++i) {
+    const v1::JointLimitSpec& spec = specs[i];
+    const std::string where = absl::StrCat(field, "[", i, "]");
+    auto joint =
+        JointIndex(skeleton, spec.joint(), absl::StrCat(where, ".joint"));
+    if (!joint.ok()) return joint.status();
+    if (seen[*joint]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ".joint: '", spec.joint(), "' already has a limit"));
+    }
+    seen[*joint] = true;
+    JointLimit limit;
+    switch (spec.limit_case()) {
+      case v1::JointLimitSpec::kEuler: {
+        // Proto3 enums are open: an order this server does not know must
+        // not silently become XYZ.
+        if (!v1::EulerOrder_IsValid(spec.euler().order())) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, ".euler.order: unknown value ", spec.euler().order()));
+        }
+        auto min = Vec3FromProto(spec.euler().min(),
+                                 absl::StrCat(where, ".euler.min"));
+        if (!min.ok()) return min.status();
+        auto max = Vec3FromProto(spec.euler().max(),
+                                 absl::StrCat(where, ".euler.max"));
+        if (!max.ok()) return max.status();
+        limit =
+            EulerLimit(EulerOrderFromProto(spec.euler().order()), *min, *max);
+        break;
+      }
+      case v1::JointLimitSpec::kSwingTwist: {
+        auto axis = RequiredVec3(spec.swing_twist().has_axis(),
+                                 spec.swing_twist().axis(),
+                                 absl::StrCat(where, ".swing_twist.axis"));
+        if (!axis.ok()) return axis.status();
+        limit = SwingTwistLimit(*axis, spec.swing_twist().max_swing(),
+                                spec.swing_twist().min_twist(),
+                                spec.swing_twist().max_twist());
+        break;
+      }
+      case v1::JointLimitSpec::kHinge: {
+        auto axis = RequiredVec3(spec.hinge().has_axis(), spec.hinge().axis(),
+                                 absl::StrCat(where, ".hinge.axis"));
+        if (!axis.ok()) return axis.status();
+        limit = HingeLimit(*axis, spec.hinge().min_angle(),
+                           spec.hinge().max_angle());
+        break;
+      }
+      case v1::JointLimitSpec::LIMIT_NOT_SET:
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": set euler, swing_twist or hinge"));
+    }
+    if (spec.has_reference()) {
+      auto reference =
+          QuatFromProto(spec.reference(), absl::StrCat(where, ".reference"));
+      if (!reference.ok()) return reference.status();
+      limit.reference = *reference;
+    }
+    if (absl::Status s = ValidateJointLimit(limit, where, *joint,
+                                            skeleton.joint_name(*joint));
+        !s.ok()) {
+      return s;
+    }
+    limits[*joint] = limit;
+  }
+  return limits;
+}
+
+void ReportIk(const IkResult& result, v1::OperationResult& out) {
+  out.set_reached(result.reached);
+  out.set_error(result.error);
+  out.set_iterations(result.iterations);
+}
+
+absl::Span<const Transform> ModelOfAncestors(const Skeleton& skeleton,
+                                             const LocalPose& pose, int joint) {
+  thread_local ModelPose model;
+  model.assign(skeleton.num_joints(), Transform());
+  absl::InlinedVector<int, 16> path;  // parent of `joint` up to the root
+  for (int j = skeleton.parent(joint); j != kNoParent; j = skeleton.parent(j)) {
+    path.push_back(j);
+  }
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    const int p = skeleton.parent(*it);
+    model[*it] =
+        Combine(p == kNoParent ? Transform::Identity() : model[p], pose[*it]);
+  }
+  return model;
+}
+
+}  // namespace posewire::server

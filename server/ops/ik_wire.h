@@ -1,0 +1,123 @@
+// Wire parameters the IK ops share, converted and checked once when an op
+// is compiled: chains, iteration caps, tolerances, joint limits, targets.
+#ifndef POSEWIRE_SERVER_OPS_IK_WIRE_H_
+#define POSEWIRE_SERVER_OPS_IK_WIRE_H_
+
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/repeated_ptr_field.h"
+#include "posewire/v1/operations.pb.h"
+#include "server/ops/op.h"
+#include "server/wire/wire_convert.h"
+#include "solver_core/ik_chain.h"
+#include "solver_core/joint_limits.h"
+
+namespace posewire::server {
+
+// The iteration count when an op sends none (capped by the server's limit).
+inline constexpr int kDefaultIterations = 20;
+
+// A required vector: unset is an error, since a default target would be a
+// silently wrong pose.
+absl::StatusOr<Eigen::Vector3f> RequiredVec3(bool has, const v1::Vec3& v,
+                                             absl::string_view field);
+absl::StatusOr<Eigen::Vector3f> OptionalVec3(bool has, const v1::Vec3& v,
+                                             const Eigen::Vector3f& fallback,
+                                             absl::string_view field);
+
+// An op's target: given when compiled, or only by each frame's op update
+// (a rig whose target moves every frame need not send one up front).
+struct CompiledTarget {
+  std::optional<Eigen::Vector3f> value;
+  // Where a missing target is reported, e.g. ".target".
+  absl::string_view leaf = ".target";
+
+  // The frame's update's target, else the compiled one; INVALID_ARGUMENT
+  // "<field>.target: required" when neither.
+  absl::StatusOr<Eigen::Vector3f> For(const OpFrame& frame) const;
+};
+absl::StatusOr<CompiledTarget> CompileTarget(bool has, const v1::Vec3& v,
+                                             absl::string_view field);
+
+// `value` iterations when `has`, else the default; RESOURCE_EXHAUSTED naming
+// the GetInfo limit above `limit`.
+absl::StatusOr<int> Iterations(bool has, uint32_t value, int limit,
+                               absl::string_view field);
+
+absl::StatusOr<IkTolerance> ToleranceFromProto(const v1::Tolerance& proto,
+                                               absl::string_view field);
+
+absl::StatusOr<std::vector<int>> ChainFromProto(
+    const Skeleton& skeleton,
+    const google::protobuf::RepeatedPtrField<std::string>& names,
+    absl::string_view field);
+
+// One JointLimit per skeleton joint (kNone where nothing is given), or an
+// empty vector when no limit is given at all.
+absl::StatusOr<std::vector<JointLimit>> LimitsFromProto(
+    const Skeleton& skeleton,
+    const google::protobuf::RepeatedPtrField<v1::JointLimitSpec>& specs,
+    absl::string_view field);
+
+// What every iterative solver op shares: the iteration cap, tolerance and
+// joint limits.
+struct SolverSettings {
+  int iterations = 0;
+  IkTolerance tolerance;
+  std::vector<JointLimit> limits;
+};
+
+template <typename Op>
+absl::StatusOr<SolverSettings> SettingsFromProto(const OpCompileInput& input,
+                                                 const Op& op) {
+  SolverSettings settings;
+  auto iterations = Iterations(
+      op.has_max_iterations(), op.max_iterations(),
+      input.limits.max_solver_iterations,
+      absl::StrCat(input.field, ".max_iterations"));
+  if (!iterations.ok()) return iterations.status();
+  settings.iterations = *iterations;
+  auto tolerance = ToleranceFromProto(
+      op.tolerance(), absl::StrCat(input.field, ".tolerance"));
+  if (!tolerance.ok()) return tolerance.status();
+  settings.tolerance = *tolerance;
+  auto limits = LimitsFromProto(input.skeleton, op.limits(),
+                                absl::StrCat(input.field, ".limits"));
+  if (!limits.ok()) return limits.status();
+  settings.limits = *std::move(limits);
+  return settings;
+}
+
+// Writes a chain solver's outcome to the op's result.
+void ReportIk(const IkResult& result, v1::OperationResult& out);
+
+// Runs an iterative solver's `job` (its parameters set) in place on the
+// frame's pose and reports its outcome.
+template <typename Job>
+absl::Status RunIkJob(Job& job, OpFrame& frame) {
+  job.skeleton = &frame.skeleton;
+  job.input = frame.pose;
+  job.output = absl::MakeSpan(frame.pose);
+  IkResult result;
+  job.result = &result;
+  if (absl::Status s = job.Run(); !s.ok()) return PrefixField(frame.field, s);
+  ReportIk(result, frame.result);
+  return absl::OkStatus();
+}
+
+// The model-space transforms of `joint`'s ancestors only: the two-bone and
+// aim jobs read nothing else of the model pose. Computed exactly as
+// LocalToModelJob does, root first, so the entries are bit-identical to a
+// full pass at a fraction of its cost; other entries are identity and never
+// read. The pose lives in a per-thread buffer, valid until the thread's
+// next call.
+absl::Span<const Transform> ModelOfAncestors(const Skeleton& skeleton,
+                                             const LocalPose& pose, int joint);
+
+}  // namespace posewire::server
+
+#endif  // POSEWIRE_SERVER_OPS_IK_WIRE_H_

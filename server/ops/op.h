@@ -1,0 +1,146 @@
+// The contract between the op table and each op's adapter.
+//
+// An op is compiled once for a skeleton into a PreparedOp: joint names
+// become indices, limits, mappings and rigs are built and checked, and
+// every wire parameter is converted. A frame then only runs it: it applies
+// the frame's op update, if any, and calls the core job. A session compiles
+// a rig when it is registered; a Solve compiles its op list per call.
+//
+// A PreparedOp owns everything it needs (it never points into the request
+// it was compiled from) and is immutable, so one plan can serve many
+// characters. What changes from frame to frame lives in CharacterState.
+#ifndef POSEWIRE_SERVER_OPS_OP_H_
+#define POSEWIRE_SERVER_OPS_OP_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/container/node_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "posewire/v1/operations.pb.h"
+#include "posewire/v1/posewire.pb.h"
+#include "server/ops/clip_library.h"
+#include "solver_core/crossfade.h"
+#include "solver_core/dynamics_state.h"
+#include "solver_core/pose.h"
+#include "solver_core/skeleton.h"
+#include "solver_core/transform.h"
+
+namespace posewire::server {
+
+// A stateful op's memory under one state_key: the state, and a buffer of
+// the same shape the op solves into before swapping the two, so that a
+// frame neither copies nor allocates state.
+template <typename State>
+struct StateSlot {
+  State state;
+  State next;
+};
+
+// What a character remembers between frames, keyed by the ops' state_key.
+// Node maps: an undo log (StateUndo) keeps pointers across insertions.
+struct CharacterState {
+  absl::node_hash_map<std::string, StateSlot<CrossfadeState>> crossfades;
+  absl::node_hash_map<std::string, StateSlot<DynamicsState>> springs;
+
+  void Clear() {
+    crossfades.clear();
+    springs.clear();
+  }
+};
+
+// What a frame changed in a CharacterState, so that a character whose frame
+// fails part-way keeps exactly the state it had (a session answers such a
+// character with an error and leaves it as it was).
+class StateUndo {
+ public:
+  // `slot` under `key` in `map` is about to be swapped; `created` when the
+  // frame has just inserted it.
+  template <typename State>
+  void Swapped(absl::node_hash_map<std::string, StateSlot<State>>& map,
+               const std::string& key, bool created) {
+    entries_.push_back(Entry{
+        .key = &key,
+        .created = created,
+        .undo = [](void* map, const std::string& key, bool created) {
+          auto& m = *static_cast<
+              absl::node_hash_map<std::string, StateSlot<State>>*>(map);
+          auto it = m.find(key);
+          if (created) {
+            m.erase(it);
+          } else {
+            std::swap(it->second.state, it->second.next);
+          }
+        },
+        .map = &map});
+  }
+
+  // Undoes every recorded change, newest first.
+  void Rollback() {
+    for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
+      // Keys live in the prepared ops, which outlive the frame.
+      it->undo(it->map, *it->key, it->created);
+    }
+    entries_.clear();
+  }
+  void Clear() { entries_.clear(); }
+
+ private:
+  struct Entry {
+    const std::string* key;
+    bool created;
+    void (*undo)(void* map, const std::string& key, bool created);
+    void* map;
+  };
+  absl::InlinedVector<Entry, 4> entries_;
+};
+
+// The server limits ops are compiled under.
+struct OpLimits {
+  int max_solver_iterations = 1000;
+};
+
+// What compiling one op reads.
+struct OpCompileInput {
+  const Skeleton& skeleton;
+  const v1::Operation& op;
+  OpLimits limits;
+  // The op's field, which every error starts with, e.g.
+  // "register_rig.ops[1].two_bone_ik".
+  absl::string_view field;
+};
+
+// What one frame's run of a prepared op reads and writes.
+struct OpFrame {
+  const Skeleton& skeleton;
+  ClipLibrary& clips;
+  float dt;               // seconds stateful ops advance by
+  const Transform& root;  // component-to-world placement
+  LocalPose& pose;        // in and out
+  CharacterState& state;
+  // This frame's update of the op, or null; already checked against the
+  // inputs the op's table entry says it may change.
+  const v1::OpUpdate* update;
+  v1::OperationResult& result;
+  // The op's field for errors, e.g. "frame.characters[0].ops[1].aim_ik".
+  absl::string_view field;
+  // Where a stateful op records what it changed in `state`; null when the
+  // caller keeps no state after a failure (a Solve).
+  StateUndo* undo = nullptr;
+};
+
+class PreparedOp {
+ public:
+  virtual ~PreparedOp() = default;
+  virtual absl::Status Run(OpFrame& frame) const = 0;
+};
+
+using CompiledOp = absl::StatusOr<std::unique_ptr<const PreparedOp>>;
+
+}  // namespace posewire::server
+
+#endif  // POSEWIRE_SERVER_OPS_OP_H_

@@ -1,0 +1,74 @@
+#include "server/ops/op_table.h"
+
+#include <algorithm>
+
+namespace posewire::server {
+namespace {
+
+struct Table {
+  std::vector<OpSpec> specs;
+  // Indexed by op case (the oneof field number); null where none.
+  std::vector<const OpSpec*> by_case;
+  std::vector<std::string> names_by_case;
+  std::vector<std::string> supported;
+};
+
+const Table& TheTable() {
+  static const Table* const table = [] {
+    auto* t = new Table;
+    t->specs = {SampleClipOpSpec(),      BlendOpSpec(),
+                AdditiveOpSpec(),        CrossfadeOpSpec(),
+                TwoBoneIkOpSpec(),       AimIkOpSpec(),
+                CcdIkOpSpec(),           FabrikIkOpSpec(),
+                FabrikTreeIkOpSpec(),    FullBodyBipedIkOpSpec(),
+                FullBodyCcdOpSpec(),     SpringBonesOpSpec(),
+                ValidateOpSpec()};
+    // Names come from the proto's descriptor, looked up once (a lookup per
+    // op of every character was 1% of a batch-loaded server's samples).
+    const google::protobuf::OneofDescriptor* oneof =
+        v1::Operation::descriptor()->FindOneofByName("op");
+    int largest = 0;
+    for (int i = 0; i < oneof->field_count(); ++i) {
+      largest = std::max(largest, oneof->field(i)->number());
+    }
+    t->by_case.assign(largest + 1, nullptr);
+    t->names_by_case.resize(largest + 1);
+    for (int i = 0; i < oneof->field_count(); ++i) {
+      t->names_by_case[oneof->field(i)->number()] = oneof->field(i)->name();
+    }
+    for (const OpSpec& spec : t->specs) {
+      t->by_case[spec.op_case] = &spec;
+      t->supported.push_back(t->names_by_case[spec.op_case]);
+    }
+    return t;
+  }();
+  return *table;
+}
+
+}  // namespace
+
+absl::Span<const OpSpec> OpTable() { return TheTable().specs; }
+
+const OpSpec* FindOpSpec(v1::Operation::OpCase op_case) {
+  const Table& table = TheTable();
+  if (op_case <= 0 || static_cast<size_t>(op_case) >= table.by_case.size()) {
+    return nullptr;
+  }
+  return table.by_case[op_case];
+}
+
+const std::string& OperationName(v1::Operation::OpCase op_case) {
+  static const std::string* const none = new std::string("(none)");
+  const Table& table = TheTable();
+  if (op_case <= 0 ||
+      static_cast<size_t>(op_case) >= table.names_by_case.size()) {
+    return *none;
+  }
+  return table.names_by_case[op_case];
+}
+
+const std::vector<std::string>& SupportedOperations() {
+  return TheTable().supported;
+}
+
+}  // namespace posewire::server

@@ -1,0 +1,60 @@
+// The one table of operations: each op of posewire.v1.Operation is
+// registered here once, with the inputs a frame's OpUpdate may change and
+// the function that compiles it (its adapter file, e.g. two_bone_ik_op.cc).
+// Dispatch, GetInfo's list, op names in messages, metrics and op-update
+// checks all read this table, so an op cannot be half-added.
+#ifndef POSEWIRE_SERVER_OPS_OP_TABLE_H_
+#define POSEWIRE_SERVER_OPS_OP_TABLE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "posewire/v1/operations.pb.h"
+#include "server/ops/op.h"
+
+namespace posewire::server {
+
+// The OpUpdate fields an op takes.
+struct UpdatableInputs {
+  bool target = false;
+  bool bend_goal = false;
+  bool time = false;
+};
+
+struct OpSpec {
+  v1::Operation::OpCase op_case = v1::Operation::OP_NOT_SET;
+  UpdatableInputs updatable;
+  CompiledOp (*compile)(const OpCompileInput& input) = nullptr;
+};
+
+// Every implemented op, in the proto's field order.
+absl::Span<const OpSpec> OpTable();
+
+// The entry for `op_case`, or null when this server does not implement it.
+const OpSpec* FindOpSpec(v1::Operation::OpCase op_case);
+
+// The op's name: its oneof field's name in posewire.v1.Operation.
+const std::string& OperationName(v1::Operation::OpCase op_case);
+
+// The names of OpTable's ops, as GetInfo reports them.
+const std::vector<std::string>& SupportedOperations();
+
+// Each adapter's entry (defined in the adapter's file).
+OpSpec SampleClipOpSpec();
+OpSpec BlendOpSpec();
+OpSpec AdditiveOpSpec();
+OpSpec CrossfadeOpSpec();
+OpSpec TwoBoneIkOpSpec();
+OpSpec AimIkOpSpec();
+OpSpec CcdIkOpSpec();
+OpSpec FabrikIkOpSpec();
+OpSpec FabrikTreeIkOpSpec();
+OpSpec FullBodyBipedIkOpSpec();
+OpSpec FullBodyCcdOpSpec();
+OpSpec SpringBonesOpSpec();
+OpSpec ValidateOpSpec();
+
+}  // namespace posewire::server
+
+#endif  // POSEWIRE_SERVER_OPS_OP_TABLE_H_

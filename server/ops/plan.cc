@@ -1,0 +1,203 @@
+#include "server/ops/plan.h"
+
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "server/ops/op_table.h"
+#include "server/wire/wire_convert.h"
+#include "solver_core/quaternion_math.h"
+
+namespace posewire::server {
+
+absl::StatusOr<std::shared_ptr<const Plan>> Plan::Compile(
+    const Skeleton& skeleton,
+    const google::protobuf::RepeatedPtrField<v1::Operation>& ops,
+    OpLimits limits, absl::string_view field) {
+  auto plan = std::make_shared<Plan>();
+  plan->cases_.reserve(ops.size());
+  plan->ops_.reserve(ops.size());
+  for (int i = 0; i < ops.size(); ++i) {
+    const v1::Operation& op = ops[i];
+    const OpSpec* spec = FindOpSpec(op.op_case());
+    if (spec == nullptr) {
+      const std::string where = absl::StrCat(field, ".ops[", i, "]");
+      // A newer client may send an operation this server does not know:
+      // protobuf keeps it as an unknown field.
+      if (op.op_case() != v1::Operation::OP_NOT_SET ||
+          !op.GetReflection()->GetUnknownFields(op).empty()) {
+        return absl::UnimplementedError(
+            absl::StrCat(where,
+                         ": an operation this server does not implement (see "
+                         "GetInfo operations)"));
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": no operation set"));
+    }
+    const std::string where =
+        absl::StrCat(field, ".ops[", i, "].", OperationName(op.op_case()));
+    CompiledOp compiled = spec->compile(OpCompileInput{
+        .skeleton = skeleton, .op = op, .limits = limits, .field = where});
+    if (!compiled.ok()) return compiled.status();
+    plan->cases_.push_back(op.op_case());
+    plan->ops_.push_back(*std::move(compiled));
+  }
+  return plan;
+}
+
+int FirstNonFiniteJoint(absl::Span<const Transform> pose) {
+  // Runs after every op of every character, so the common case goes
+  // through the branch-free SIMD screen first: a pose that passes it
+  // (finite, unit rotations) has no such joint. Only a pose it rejects is
+  // searched joint by joint, and one rejected for a rotation's norm alone
+  // is still finite.
+  if (PoseLooksValid(pose)) return -1;
+  for (size_t j = 0; j < pose.size(); ++j) {
+    if (!IsFinite(pose[j])) return static_cast<int>(j);
+  }
+  return -1;
+}
+
+absl::Status RunPlan(
+    const Plan& plan, const PlanFrame& frame, LocalPose& pose,
+    CharacterState& state,
+    google::protobuf::RepeatedPtrField<v1::OperationResult>* results) {
+  // Each op's field name ("characters[2].ops[1].blend"), which every error
+  // starts with, built in a per-thread buffer: two string allocations per
+  // op otherwise.
+  thread_local std::string field;
+  auto op_started = frame.timings != nullptr
+                        ? std::chrono::steady_clock::now()
+                        : std::chrono::steady_clock::time_point();
+  for (int i = 0; i < plan.size(); ++i) {
+    const v1::Operation::OpCase op_case = plan.op_case(i);
+    v1::OperationResult* result = results->Add();
+    const std::string& name = OperationName(op_case);
+    result->set_op(name);
+    field.assign(frame.field.data(), frame.field.size());
+    absl::StrAppend(&field, ".ops[", i, "].", name);
+    OpFrame op_frame{.skeleton = *frame.skeleton,
+                     .clips = *frame.clips,
+                     .dt = frame.dt,
+                     .root = frame.root,
+                     .pose = pose,
+                     .state = state,
+                     .update = frame.updates.empty() ? nullptr
+                                                     : frame.updates[i],
+                     .result = *result,
+                     .field = field,
+                     .undo = frame.undo};
+    if (absl::Status s = plan.op(i).Run(op_frame); !s.ok()) return s;
+    // Inputs are validated finite, so a non-finite result means an op
+    // overflowed float on extreme (finite) inputs or failed numerically:
+    // refuse it here, naming the op, rather than answer OK with NaN.
+    if (const int bad = FirstNonFiniteJoint(pose); bad >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": the result is not finite at joint '",
+          frame.skeleton->joint_name(bad),
+          "' (float overflow or a degenerate solve); check this op's targets "
+          "and the pose's translations and scales for extreme values"));
+    }
+    if (frame.timings != nullptr) {
+      // One clock read per op: each op's time runs from the previous op's
+      // end, so it includes its own bookkeeping above (field name, result).
+      const auto finished = std::chrono::steady_clock::now();
+      frame.timings->Add(
+          op_case,
+          std::chrono::duration<double>(finished - op_started).count());
+      op_started = finished;
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Checks one update against the op it names: only inputs that op takes, at
+// least one of them, finite values. `where(leaf)` names the update's field
+// in errors.
+template <typename Where>
+absl::Status CheckOpUpdate(const v1::OpUpdate& update,
+                           v1::Operation::OpCase op_case, Where where) {
+  const UpdatableInputs takes = FindOpSpec(op_case)->updatable;
+  // Which ops take each input, for the message, from the table itself.
+  auto ops_taking = [](bool UpdatableInputs::*input) {
+    std::string names;
+    for (const OpSpec& spec : OpTable()) {
+      if (!(spec.updatable.*input)) continue;
+      absl::StrAppend(&names, names.empty() ? "" : ", ",
+                      OperationName(spec.op_case));
+    }
+    const size_t last = names.rfind(", ");
+    if (last != std::string::npos) names.replace(last, 2, " or ");
+    return names;
+  };
+  for (const auto& [set, input, leaf] :
+       {std::tuple{update.has_target(), &UpdatableInputs::target, ".target"},
+        std::tuple{update.has_bend_goal(), &UpdatableInputs::bend_goal,
+                   ".bend_goal"},
+        std::tuple{update.has_time(), &UpdatableInputs::time, ".time"}}) {
+    if (set && !(takes.*input)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where(leaf), ": op ", update.op(), " is a ", OperationName(op_case),
+          "; only a ", ops_taking(input), " op takes this update"));
+    }
+  }
+  if (!update.has_target() && !update.has_bend_goal() && !update.has_time()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where(""), ": updates nothing (set target, bend_goal or time)"));
+  }
+  for (auto [set, value, leaf] :
+       {std::tuple{update.has_target(), &update.target(), ".target"},
+        std::tuple{update.has_bend_goal(), &update.bend_goal(),
+                   ".bend_goal"}}) {
+    // The name is built only for the error (see field_name.h).
+    if (set && !Vec3FromProto(*value, {}).ok()) {
+      return Vec3FromProto(*value, where(leaf)).status();
+    }
+  }
+  if (update.has_time() && !std::isfinite(update.time())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where(".time"), ": ", update.time(), " is not a finite time"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status IndexOpUpdates(
+    const Plan& plan,
+    const google::protobuf::RepeatedPtrField<v1::OpUpdate>& updates,
+    absl::string_view field, OpUpdatesByOp& by_op) {
+  by_op.clear();
+  if (updates.empty()) return absl::OkStatus();
+  by_op.assign(plan.size(), nullptr);
+  for (int k = 0; k < updates.size(); ++k) {
+    const v1::OpUpdate& update = updates[k];
+    auto where = [&](absl::string_view leaf) {
+      return absl::StrCat(field, ".op_updates[", k, "]", leaf);
+    };
+    if (update.op() >= static_cast<uint32_t>(plan.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where(".op"), ": ", update.op(),
+          " is not an op of this frame's pipeline, which has ", plan.size(),
+          plan.size() == 1 ? " op" : " ops", " (indices from 0)"));
+    }
+    if (by_op[update.op()] != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(".op"), ": op ", update.op(),
+                       " already has an update in this frame (one per op)"));
+    }
+    if (absl::Status s =
+            CheckOpUpdate(update, plan.op_case(update.op()), where);
+        !s.ok()) {
+      return s;
+    }
+    by_op[update.op()] = &update;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace posewire::server

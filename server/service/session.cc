@@ -1,0 +1,358 @@
+#include "server/service/session.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/wire/field_name.h"
+#include "server/wire/wire_convert.h"
+
+namespace posewire::server {
+namespace {
+
+// Sets `*message`'s status field from `status`, leaving it unset when OK
+// (an unset Status reads as code 0 in every language): one sub-message less
+// per character for the server to write and each client to parse.
+template <typename Message>
+void SetStatus(const absl::Status& status, Message* message) {
+  if (status.ok()) return;
+  v1::Status* out = message->mutable_status();
+  out->set_code(static_cast<int>(status.code()));
+  out->set_message(std::string(status.message()));
+}
+
+// The kind and id a Registered answer echoes; an empty kind for a frame.
+std::pair<absl::string_view, const std::string*> Registration(
+    const v1::SessionRequest& request) {
+  switch (request.message_case()) {
+    case v1::SessionRequest::kRegisterSkeleton:
+      return {"skeleton", &request.register_skeleton().id()};
+    case v1::SessionRequest::kRegisterClip:
+      return {"clip", &request.register_clip().id()};
+    case v1::SessionRequest::kRegisterRig:
+      return {"rig", &request.register_rig().id()};
+    case v1::SessionRequest::kRegisterCharacter:
+      return {"character", &request.register_character().id()};
+    default:
+      return {"", nullptr};
+  }
+}
+
+}  // namespace
+
+void Session::Handle(const v1::SessionRequest& request,
+                     v1::SessionResponse* response) {
+  if (request.has_frame()) {
+    ++stats_.messages;
+    HandleFrame(request.frame(), response->mutable_frame());
+    return;
+  }
+  const auto [kind, id] = Registration(request);
+  if (id == nullptr) {
+    Register(request, response);
+    return;
+  }
+  const int64_t size = static_cast<int64_t>(request.ByteSizeLong());
+  if (bytes_ + size > config_.max_session_bytes) {
+    ++stats_.messages;
+    ++stats_.errors;
+    v1::Registered* registered = response->mutable_registered();
+    registered->set_kind(std::string(kind));
+    registered->set_id(*id);
+    SetStatus(absl::ResourceExhaustedError(absl::StrCat(
+                  "register_", kind, ": ", size,
+                  " bytes would take this session to ", bytes_ + size,
+                  " bytes of registrations, over the server's limit of ",
+                  config_.max_session_bytes,
+                  " (--max_session_bytes); register less or open another "
+                  "session")),
+              registered);
+    return;
+  }
+  Register(request, response);
+  if (response->registered().status().code() == 0) bytes_ += size;
+}
+
+void Session::Register(const v1::SessionRequest& request,
+                       v1::SessionResponse* response) {
+  ++stats_.messages;
+  absl::Status status;
+  v1::Registered* registered = nullptr;
+  auto reply = [&](absl::string_view kind, const std::string& id) {
+    registered = response->mutable_registered();
+    registered->set_kind(std::string(kind));
+    registered->set_id(id);
+  };
+  switch (request.message_case()) {
+    case v1::SessionRequest::kRegisterSkeleton:
+      reply("skeleton", request.register_skeleton().id());
+      status = RegisterSkeleton(request.register_skeleton());
+      break;
+    case v1::SessionRequest::kRegisterClip:
+      reply("clip", request.register_clip().id());
+      status = RegisterClip(request.register_clip());
+      break;
+    case v1::SessionRequest::kRegisterRig:
+      reply("rig", request.register_rig().id());
+      status = RegisterRig(request.register_rig());
+      break;
+    case v1::SessionRequest::kRegisterCharacter:
+      reply("character", request.register_character().id());
+      status = RegisterCharacter(request.register_character());
+      break;
+    case v1::SessionRequest::kFrame:
+      break;  // Handle's
+    case v1::SessionRequest::MESSAGE_NOT_SET:
+      reply("", "");
+      status = absl::InvalidArgumentError(
+          "empty SessionRequest: set register_skeleton, register_clip, "
+          "register_rig, register_character or frame");
+      break;
+  }
+  if (!status.ok()) ++stats_.errors;
+  SetStatus(status, registered);
+}
+
+template <typename Map>
+absl::Status Session::CheckNewId(const Map& map, absl::string_view kind,
+                                 const std::string& id) const {
+  if (id.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("register_", kind, ".id: an id is required"));
+  }
+  if (map.contains(id)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("register_", kind, ".id: ", kind, " '", id,
+                     "' is already registered in this session"));
+  }
+  if (objects_ >= config_.max_session_objects) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "register_", kind, ": this session already holds ", objects_,
+        " registered objects, the server's limit "
+        "(GetInfo limits.max_objects_per_session)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Session::RegisterSkeleton(const v1::RegisterSkeleton& message) {
+  if (absl::Status s = CheckNewId(skeletons_, "skeleton", message.id());
+      !s.ok()) {
+    return s;
+  }
+  auto skeleton =
+      SkeletonFromProto(message.skeleton(), config_.max_joints_per_skeleton,
+                        "register_skeleton.skeleton");
+  if (!skeleton.ok()) return skeleton.status();
+  SkeletonEntry entry;
+  entry.skeleton = std::make_shared<const Skeleton>(*std::move(skeleton));
+  entry.clips = std::make_unique<ClipLibrary>(entry.skeleton.get());
+  skeletons_.emplace(message.id(), std::move(entry));
+  ++objects_;
+  return absl::OkStatus();
+}
+
+absl::Status Session::RegisterClip(const v1::RegisterClip& message) {
+  auto it = skeletons_.find(message.skeleton_id());
+  if (it == skeletons_.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "register_clip.skeleton_id: no skeleton '", message.skeleton_id(),
+        "' in this session: register it first"));
+  }
+  if (message.id().empty()) {
+    return absl::InvalidArgumentError("register_clip.id: an id is required");
+  }
+  if (objects_ >= config_.max_session_objects) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("register_clip: this session already holds ", objects_,
+                     " registered objects, the server's limit"));
+  }
+  auto clip =
+      ClipFromProto(message.clip(), *it->second.skeleton, "register_clip.clip");
+  if (!clip.ok()) return clip.status();
+  // Clips are named per skeleton; ops name them by the registered id.
+  if (absl::Status s = it->second.clips->Add(message.id(), *std::move(clip));
+      !s.ok()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("register_clip.id: ", s.message(), " for skeleton '",
+                     message.skeleton_id(), "'"));
+  }
+  ++objects_;
+  return absl::OkStatus();
+}
+
+absl::Status Session::RegisterRig(const v1::RegisterRig& message) {
+  if (absl::Status s = CheckNewId(rigs_, "rig", message.id()); !s.ok()) {
+    return s;
+  }
+  auto entry = skeletons_.find(message.skeleton_id());
+  if (entry == skeletons_.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "register_rig.skeleton_id: no skeleton '", message.skeleton_id(),
+        "' in this session: register it first"));
+  }
+  // Compiled now, so a rig that cannot run is refused here, once, instead
+  // of failing every frame; clips are looked up when frames run, since a
+  // rig may name a clip registered after it.
+  auto plan = Plan::Compile(
+      *entry->second.skeleton, message.ops(),
+      {.max_solver_iterations = config_.max_solver_iterations},
+      "register_rig");
+  if (!plan.ok()) return plan.status();
+  rigs_.emplace(message.id(),
+                std::make_shared<const Rig>(Rig{entry->second.skeleton,
+                                                entry->second.clips.get(),
+                                                *std::move(plan)}));
+  ++objects_;
+  return absl::OkStatus();
+}
+
+absl::Status Session::RegisterCharacter(const v1::RegisterCharacter& message) {
+  if (absl::Status s = CheckNewId(characters_, "character", message.id());
+      !s.ok()) {
+    return s;
+  }
+  auto rig = rigs_.find(message.rig_id());
+  if (rig == rigs_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("register_character.rig_id: no rig '", message.rig_id(),
+                     "' in this session: register it first"));
+  }
+  characters_.emplace(message.id(), Character{rig->second, {}});
+  ++objects_;
+  return absl::OkStatus();
+}
+
+void Session::HandleFrame(const v1::Frame& frame, v1::FrameResult* result) {
+  result->set_sequence(frame.sequence());
+  absl::Status status;
+  if (any_frame_ && frame.sequence() <= last_sequence_) {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "frame.sequence: ", frame.sequence(),
+        " does not increase (last frame was ", last_sequence_, ")"));
+  } else if (!std::isfinite(frame.dt()) || frame.dt() < 0.0f) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("frame.dt: ", frame.dt(), " must be finite and >= 0"));
+  } else if (frame.characters_size() > config_.max_characters_per_batch) {
+    status = absl::ResourceExhaustedError(
+        absl::StrCat("frame.characters: ", frame.characters_size(),
+                     " characters exceed this server's limit of ",
+                     config_.max_characters_per_batch, " per frame"));
+  }
+  SetStatus(status, result);
+  if (!status.ok()) {
+    ++stats_.errors;
+    return;
+  }
+  any_frame_ = true;
+  last_sequence_ = frame.sequence();
+  ++stats_.frames;
+  OperationTimings timings;
+  OperationTimings* gathered =
+      metrics_ != nullptr && metrics_->times_operations() ? &timings : nullptr;
+  for (int i = 0; i < frame.characters_size(); ++i) {
+    v1::CharacterResult* out = result->add_characters();
+    out->set_character_id(frame.characters(i).character_id());
+    absl::Status s = SolveFrameCharacter(frame, i, gathered, out);
+    if (!s.ok()) {
+      ++stats_.errors;
+      // A failed character returns no partial pose: the status alone.
+      out->clear_pose();
+      out->clear_model_pose();
+      out->clear_ops();
+    } else {
+      ++stats_.character_frames;
+    }
+    SetStatus(s, out);
+  }
+  if (gathered != nullptr) metrics_->AddTimings(timings);
+}
+
+namespace {
+
+// "frame.characters[N]", the prefix of every error about a character,
+// written in place: as a std::string it would be one more heap allocation
+// per character of every frame.
+class CharacterField {
+ public:
+  explicit CharacterField(int index) {
+    constexpr absl::string_view kPrefix = "frame.characters[";
+    char* end = std::copy(kPrefix.begin(), kPrefix.end(), text_);
+    end = std::to_chars(end, text_ + sizeof(text_) - 1, index).ptr;
+    *end++ = ']';
+    size_ = static_cast<size_t>(end - text_);
+  }
+  absl::string_view view() const { return absl::string_view(text_, size_); }
+
+ private:
+  char text_[32];  // the prefix, an int's at most 11 characters and ']'
+  size_t size_;
+};
+
+}  // namespace
+
+absl::Status Session::SolveFrameCharacter(const v1::Frame& frame, int index,
+                                          OperationTimings* timings,
+                                          v1::CharacterResult* result) {
+  const v1::CharacterFrame& in = frame.characters(index);
+  const CharacterField character_field(index);
+  const absl::string_view field = character_field.view();
+  auto character = characters_.find(in.character_id());
+  if (character == characters_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat(field, ".character_id: no character '", in.character_id(),
+                     "' in this session: register it first"));
+  }
+  const Rig& rig = *character->second.rig;
+  // Ops sent with the frame replace the rig's for this frame only.
+  const Plan* plan = rig.plan.get();
+  std::shared_ptr<const Plan> frame_plan;
+  if (!in.ops().empty()) {
+    auto compiled = Plan::Compile(
+        *rig.skeleton, in.ops(),
+        {.max_solver_iterations = config_.max_solver_iterations}, field);
+    if (!compiled.ok()) return compiled.status();
+    frame_plan = *std::move(compiled);
+    plan = frame_plan.get();
+  }
+  OpUpdatesByOp updates;
+  if (absl::Status s = IndexOpUpdates(*plan, in.op_updates(), field, updates);
+      !s.ok()) {
+    return s;
+  }
+  // A failing character keeps the state it had (and a reset it asked for
+  // does not happen): what the frame changes is logged and rolled back.
+  CharacterState& state = character->second.state;
+  CharacterState before_reset;
+  if (in.reset_state()) {
+    std::swap(before_reset, state);  // `state` starts empty
+  }
+  undo_.Clear();
+  const CharacterInputs inputs{.skeleton = rig.skeleton.get(),
+                               .clips = rig.clips,
+                               .plan = plan,
+                               .pose = &in.pose(),
+                               .root = &in.root(),
+                               .dt = frame.dt(),
+                               .want_model_pose = in.want_model_pose(),
+                               .updates = updates,
+                               .field = field,
+                               .timings = timings,
+                               .undo = &undo_};
+  if (absl::Status s =
+          SolveCharacter(inputs, state, scratch_,
+                         {.pose = result->mutable_pose(),
+                          .model_pose = in.want_model_pose()
+                                            ? result->mutable_model_pose()
+                                            : nullptr,
+                          .ops = result->mutable_ops()});
+      !s.ok()) {
+    undo_.Rollback();
+    if (in.reset_state()) std::swap(before_reset, state);
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace posewire::server

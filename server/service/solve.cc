@@ -1,0 +1,158 @@
+#include "server/service/solve.h"
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "server/ops/clip_library.h"
+#include "server/ops/plan.h"
+#include "server/ops/state_codec.h"
+#include "server/service/character_solve.h"
+#include "server/wire/field_name.h"
+#include "server/wire/wire_convert.h"
+
+namespace posewire::server {
+namespace {
+
+struct ResolvedSkeleton {
+  std::shared_ptr<const Skeleton> skeleton;
+  std::string hash;
+};
+
+absl::StatusOr<ResolvedSkeleton> ResolveSkeleton(const v1::SkeletonRef& ref,
+                                                 const ServerConfig& config,
+                                                 SkeletonCache& cache,
+                                                 absl::string_view field) {
+  switch (ref.ref_case()) {
+    case v1::SkeletonRef::kSkeleton: {
+      auto skeleton =
+          SkeletonFromProto(ref.skeleton(), config.max_joints_per_skeleton,
+                            absl::StrCat(field, ".skeleton"));
+      if (!skeleton.ok()) return skeleton.status();
+      ResolvedSkeleton resolved;
+      resolved.hash = SkeletonHash(*skeleton);
+      resolved.skeleton =
+          cache.Insert(resolved.hash,
+                       std::make_shared<const Skeleton>(*std::move(skeleton)));
+      return resolved;
+    }
+    case v1::SkeletonRef::kHash: {
+      std::shared_ptr<const Skeleton> skeleton = cache.Find(ref.hash());
+      if (skeleton == nullptr) {
+        return absl::NotFoundError(absl::StrCat(
+            field, ".hash: this server does not know skeleton '", ref.hash(),
+            "' (never sent here, or evicted): send the skeleton inline"));
+      }
+      return ResolvedSkeleton{std::move(skeleton), ref.hash()};
+    }
+    case v1::SkeletonRef::REF_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": set either skeleton or hash"));
+}
+
+absl::Status SolveCharacters(const v1::SolveRequest& request,
+                             const ServerConfig& config,
+                             SkeletonCache& skeletons, const StopCheck& stop,
+                             v1::SolveResponse* response,
+                             OperationTimings* timings) {
+  if (request.characters_size() > config.max_characters_per_batch) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("characters: ", request.characters_size(),
+                     " characters exceed this server's limit of ",
+                     config.max_characters_per_batch,
+                     " per request (GetInfo limits.max_characters_per_batch)"));
+  }
+  if (!std::isfinite(request.dt()) || request.dt() < 0.0f) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dt: ", request.dt(), " must be finite and >= 0"));
+  }
+  absl::flat_hash_set<absl::string_view> clip_names;
+  for (int i = 0; i < request.clips_size(); ++i) {
+    if (!clip_names.insert(request.clips(i).name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("clips[", i, "].name: '", request.clips(i).name(),
+                       "' is used by an earlier clip"));
+    }
+  }
+
+  // Clips are converted once per distinct skeleton in the batch, on demand.
+  absl::flat_hash_map<const Skeleton*, std::unique_ptr<ClipLibrary>> libraries;
+  const OpLimits limits{.max_solver_iterations = config.max_solver_iterations};
+  CharacterScratch scratch;  // every character's poses on the way
+
+  for (int c = 0; c < request.characters_size(); ++c) {
+    if (absl::Status s = stop(); !s.ok()) return s;
+    const v1::CharacterInput& in = request.characters(c);
+    const std::string field = absl::StrCat("characters[", c, "]");
+    // Field names are joined only for an error (field_name.h).
+    auto resolved = NamedOnError(field, ".skeleton", [&](absl::string_view f) {
+      return ResolveSkeleton(in.skeleton(), config, skeletons, f);
+    });
+    if (!resolved.ok()) return resolved.status();
+    const Skeleton& skeleton = *resolved->skeleton;
+
+    std::unique_ptr<ClipLibrary>& library = libraries[&skeleton];
+    if (library == nullptr) {
+      library = std::make_unique<ClipLibrary>(&skeleton, &request.clips());
+    }
+    auto plan = Plan::Compile(skeleton, in.ops(), limits, field);
+    if (!plan.ok()) return plan.status();
+    CharacterState state;
+    if (!in.state().empty()) {
+      if (absl::Status s = StateFromProto(in.state(), *library, state,
+                                          absl::StrCat(field, ".state"));
+          !s.ok()) {
+        return s;
+      }
+    }
+    v1::CharacterOutput* out = response->add_characters();
+    out->set_id(in.id());
+    out->set_skeleton_hash(resolved->hash);
+    const CharacterInputs inputs{.skeleton = &skeleton,
+                                 .clips = library.get(),
+                                 .plan = plan->get(),
+                                 .pose = &in.pose(),
+                                 .root = &in.root(),
+                                 .dt = request.dt(),
+                                 .want_model_pose = in.want_model_pose(),
+                                 // Solve sends its ops whole every call.
+                                 .updates = {},
+                                 .field = field,
+                                 .timings = timings};
+    if (absl::Status s = SolveCharacter(inputs, state, scratch,
+                                        {.pose = out->mutable_pose(),
+                                         .model_pose = in.want_model_pose()
+                              ? out->mutable_model_pose()
+                              : nullptr,
+                                         .ops = out->mutable_ops()});
+        !s.ok()) {
+      return s;
+    }
+    StateToProto(state, *library, out->mutable_state());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
+                   SkeletonCache& skeletons, const StopCheck& stop,
+                   v1::SolveResponse* response,
+                   OperationTimingsSink* metrics) {
+  OperationTimings timings;
+  OperationTimings* gathered =
+      metrics != nullptr && metrics->times_operations() ? &timings : nullptr;
+  const absl::Status status =
+      SolveCharacters(request, config, skeletons, stop, response, gathered);
+  // Ops that ran count even when a later character failed.
+  if (gathered != nullptr) metrics->AddTimings(timings);
+  return status;
+}
+
+}  // namespace posewire::server

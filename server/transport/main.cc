@@ -1,0 +1,179 @@
+// posewire-server: serves posewire.v1.PoseWire, grpc.health.v1 and server
+// reflection. SIGINT or SIGTERM: stop accepting, let in-flight calls finish
+// within --shutdown_grace, exit 0.
+#include <pthread.h>
+#include <signal.h>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/transport/server.h"
+#include "server/transport/version.h"
+#include "solver_core/simd_level.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "Address to serve on, HOST:PORT (port 0 picks a free one).");
+ABSL_FLAG(int, threads, 0, "Threads that run solves; 0 = one per core.");
+ABSL_FLAG(int64_t, inline_request_bytes, 8 << 10,
+          "Requests up to this size are solved on the gRPC thread that read "
+          "them (no hand-off to the solver threads); 0: never.");
+ABSL_FLAG(absl::Duration, batch_inline_quiet, absl::Seconds(1),
+          "Larger requests are solved on the gRPC thread too once no request "
+          "up to --inline_request_bytes has arrived for this long (a "
+          "batch-only load); inf: never.");
+ABSL_FLAG(std::string, log_level, "info",
+          "Log level: trace, debug, info, warn, error, critical or off.");
+ABSL_FLAG(int64_t, max_message_bytes, 16 << 20,
+          "Largest request or response message, in bytes.");
+ABSL_FLAG(int, max_joints, 1024, "Largest skeleton accepted, in joints.");
+ABSL_FLAG(int, max_characters, 1024,
+          "Most characters in one request or stream frame.");
+ABSL_FLAG(int, max_iterations, 1000,
+          "Largest iteration count an iterative solver accepts.");
+ABSL_FLAG(int, max_sessions, 1000, "Most concurrent streaming sessions.");
+ABSL_FLAG(
+    int, max_session_objects, 10000,
+    "Most skeletons, clips, rigs and characters one session may register.");
+ABSL_FLAG(int, max_sessions_per_peer, 0,
+          "Most concurrent sessions from one client IP address; 0: no limit "
+          "(behind a load balancer every client shares its address).");
+ABSL_FLAG(int64_t, max_session_bytes, 64 << 20,
+          "Most bytes of registrations (wire size) one session may hold.");
+ABSL_FLAG(absl::Duration, keepalive_time, absl::Seconds(30),
+          "Ping a connection after this long without traffic, so a client "
+          "that vanished without closing is noticed.");
+ABSL_FLAG(absl::Duration, keepalive_timeout, absl::Seconds(10),
+          "Drop the connection (and free its sessions) when a keepalive "
+          "ping is not answered within this.");
+ABSL_FLAG(int, skeleton_cache_size, 1024,
+          "Skeletons kept for lookups by content hash.");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT to serve Prometheus metrics on (/metrics); empty: off.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain; with --tls_key enables TLS.");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert.");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File of accepted bearer tokens, one per line; empty: no auth.");
+ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
+          "How long in-flight calls may finish after SIGINT/SIGTERM.");
+
+namespace {
+
+// glibc hands the top of a heap back to the OS whenever 128 KB there are
+// free (M_TRIM_THRESHOLD's default), and a batch answer is a few hundred KB
+// allocated and freed once per message, so every message faulted the same
+// pages back in. Keeping up to four of the largest messages' worth free cut
+// the server's CPU per batch character-frame by about a tenth
+// (docs/PERFORMANCE.md). Setting the trim threshold also freezes glibc's
+// adaptive mmap threshold at 128 KB, so it is set too: buffers up to 4 MB
+// come from the heap and are reused, larger ones are mapped and unmapped.
+void KeepFreedMemoryForReuse(int64_t max_message_bytes) {
+#if defined(__GLIBC__)
+  const int64_t keep = std::clamp<int64_t>(4 * max_message_bytes,
+                                           int64_t{64} << 20, int64_t{1} << 30);
+  mallopt(M_TRIM_THRESHOLD, static_cast<int>(keep));
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+#else
+  (void)max_message_bytes;
+#endif
+}
+
+int Run() {
+  const std::string level_name = absl::GetFlag(FLAGS_log_level);
+  const spdlog::level::level_enum level = spdlog::level::from_str(level_name);
+  if (level == spdlog::level::off && level_name != "off") {
+    spdlog::error("--log_level: unknown level '{}'", level_name);
+    return 2;
+  }
+  spdlog::set_level(level);
+
+  posewire::server::ServerConfig config;
+  config.listen = absl::GetFlag(FLAGS_listen);
+  config.threads = absl::GetFlag(FLAGS_threads);
+  config.inline_request_bytes = absl::GetFlag(FLAGS_inline_request_bytes);
+  config.batch_inline_quiet = absl::GetFlag(FLAGS_batch_inline_quiet);
+  config.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  config.max_joints_per_skeleton = absl::GetFlag(FLAGS_max_joints);
+  config.max_characters_per_batch = absl::GetFlag(FLAGS_max_characters);
+  config.max_solver_iterations = absl::GetFlag(FLAGS_max_iterations);
+  config.max_sessions = absl::GetFlag(FLAGS_max_sessions);
+  config.max_session_objects = absl::GetFlag(FLAGS_max_session_objects);
+  config.max_sessions_per_peer = absl::GetFlag(FLAGS_max_sessions_per_peer);
+  config.max_session_bytes = absl::GetFlag(FLAGS_max_session_bytes);
+  config.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
+  config.keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
+  config.skeleton_cache_size = absl::GetFlag(FLAGS_skeleton_cache_size);
+  config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  config.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  config.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  config.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  config.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  KeepFreedMemoryForReuse(config.max_message_bytes);
+
+  // Block the stop signals before gRPC starts its threads (they inherit the
+  // mask), so only the sigwait below ever receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto server = posewire::server::PosewireServer::Start(config);
+  if (!server.ok()) {
+    spdlog::error("cannot start: {}", server.status().ToString());
+    return 1;
+  }
+  const std::string host = config.listen.substr(0, config.listen.rfind(':'));
+  spdlog::info("posewire-server {} ({}) listening on {}:{}, {} solver threads",
+               posewire::kVersion, posewire::kGitRevision, host,
+               (*server)->port(), config.EffectiveThreads());
+  spdlog::info(
+      "{}, {}, metrics {}, solver kernels {}",
+      config.tls_cert_file.empty() ? "plaintext" : "TLS",
+      config.auth_token_file.empty() ? "no authentication"
+                                     : "bearer-token authentication",
+      (*server)->metrics_port() == 0
+          ? std::string("off")
+          : absl::StrCat("on port ", (*server)->metrics_port()),
+      std::string(posewire::SimdLevelName(posewire::ActiveSimdLevel())));
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  spdlog::info(
+      "{} received: draining for up to {} ({} sessions open); new calls "
+      "are refused",
+      signal_number == SIGINT ? "SIGINT" : "SIGTERM",
+      absl::FormatDuration(config.shutdown_grace),
+      (*server)->active_sessions());
+  (*server)->Shutdown(config.shutdown_grace);
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "posewire-server: networked animation solver.\n"
+      "Usage: posewire-server [--listen=HOST:PORT] [--threads=N] ...");
+  absl::ParseCommandLine(argc, argv);
+  // Debian builds Abseil without NDEBUG, which leaves absl::Mutex's
+  // deadlock detector on: every lock of gRPC's (grpc_core::Mutex is an
+  // absl::Mutex) then updates a global lock graph under a global spinlock.
+  // That is a debugging aid for tests, not for a serving process.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  return Run();
+}

@@ -1,0 +1,477 @@
+#include "server/transport/posewire_service.h"
+
+#include <grpcpp/support/proto_buffer_reader.h>
+#include <grpcpp/support/proto_buffer_writer.h>
+
+#include <memory>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "proto/grpc_handoff.h"
+#include "server/ops/op_table.h"
+#include "server/service/session.h"
+#include "server/service/solve.h"
+#include "server/transport/version.h"
+#include "spdlog/spdlog.h"
+
+namespace posewire::server {
+namespace {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+// Why a call should stop early, checked between units of work. The deadline
+// comes first: gRPC also marks a call whose deadline passed as cancelled,
+// and DEADLINE_EXCEEDED is the truer answer (and what the client sees).
+absl::Status CheckStop(grpc::CallbackServerContext* context) {
+  if (context->deadline() <= std::chrono::system_clock::now()) {
+    return absl::DeadlineExceededError(
+        "the call's deadline passed before the solve finished");
+  }
+  if (context->IsCancelled()) {
+    return absl::CancelledError("the client cancelled the call");
+  }
+  return absl::OkStatus();
+}
+
+// The address part of gRPC's peer string ("ipv4:10.0.0.7:53211" ->
+// "ipv4:10.0.0.7"): a client opening many connections gets a new port for
+// each, so the port must not count.
+std::string PeerKey(const std::string& peer) {
+  if (absl::StartsWith(peer, "ipv4:") || absl::StartsWith(peer, "ipv6:")) {
+    const size_t colon = peer.rfind(':');
+    if (colon > 5) return peer.substr(0, colon);
+  }
+  return peer;
+}
+
+// Parses the serialised message in `bytes` into `message`; false when the
+// bytes are truncated or not that message.
+bool ParseFromBytes(const grpc::ByteBuffer& bytes,
+                    google::protobuf::MessageLite* message) {
+  grpc::ByteBuffer shared(bytes);  // shares the slices; the bytes are not
+                                   // copied
+  grpc::ProtoBufferReader reader(&shared);
+  return message->ParseFromZeroCopyStream(&reader) && reader.status().ok();
+}
+
+// Serialises `message` into `bytes`.
+grpc::Status SerializeToBytes(const google::protobuf::MessageLite& message,
+                              grpc::ByteBuffer* bytes) {
+  bool own_buffer = false;
+  return grpc::GenericSerialize<grpc::ProtoBufferWriter,
+                                google::protobuf::MessageLite>(message, bytes,
+                                                               &own_buffer);
+}
+
+// Debian's libprotobuf is built without TSan, and protobuf's headers give
+// MapFieldBase two extra members when compiled with TSan: the library and a
+// TSan build of this file disagree on the layout of every map field, and
+// the library walks those fields when it destroys an arena (a crash, seen
+// in SolveTest under scripts/sanitize.sh tsan). TSan builds therefore keep
+// messages on the heap; every other build uses the arena.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kMessagesOnArena = false;
+#else
+constexpr bool kMessagesOnArena = true;
+#endif
+
+// One request and its response, created together and freed together. On an
+// arena a batch's many small sub-messages cost no heap allocation each, and
+// freeing is one pass over the arena's blocks.
+template <typename Request, typename Response>
+class MessagePair {
+ public:
+  MessagePair() { Reset(); }
+
+  // Frees both messages and makes new, empty ones.
+  void Reset() {
+    if constexpr (kMessagesOnArena) {
+      arena_.Reset();
+      request_ = google::protobuf::Arena::CreateMessage<Request>(&arena_);
+      response_ = google::protobuf::Arena::CreateMessage<Response>(&arena_);
+    } else {
+      heap_request_ = std::make_unique<Request>();
+      heap_response_ = std::make_unique<Response>();
+      request_ = heap_request_.get();
+      response_ = heap_response_.get();
+    }
+  }
+
+  Request* request() { return request_; }
+  Response* response() { return response_; }
+
+ private:
+  google::protobuf::Arena arena_;
+  std::unique_ptr<Request> heap_request_;
+  std::unique_ptr<Response> heap_response_;
+  Request* request_ = nullptr;
+  Response* response_ = nullptr;
+};
+
+// Answers a session that is refused (over --max_sessions, or not
+// authorised) with `status`, then goes away.
+class RejectedSession final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  explicit RejectedSession(const grpc::Status& status) {
+    HandOffToGrpc(this);
+    Finish(status);
+  }
+  void OnDone() override {
+    TakeBackFromGrpc(this);
+    delete this;
+  }
+};
+
+// Compares without an early exit, so response time does not reveal how much
+// of a guessed token was right.
+bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ b[i];
+  return diff == 0;
+}
+
+}  // namespace
+
+// One reactor per stream. Strictly one message in flight: read, solve on
+// the pool, write, and only then read again. The session therefore never
+// buffers more than one request and one response, whatever the client
+// sends; HTTP/2 flow control pushes back on a client that runs ahead.
+// Each message is parsed into the reactor's MessagePair, reset per message.
+class PoseWireService::SessionReactor final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  SessionReactor(PoseWireService* service, uint64_t id, std::string peer)
+      : service_(service),
+        id_(id),
+        peer_(std::move(peer)),
+        session_(service->config_, service->metrics_) {
+    service_->metrics_->SessionStarted();
+    ReadNext();
+  }
+
+  void OnReadDone(bool ok) override {
+    TakeBackFromGrpc(this);
+    if (!ok) {
+      // The client closed its side (or the stream broke): nothing is
+      // pending, every message read has been answered.
+      End(grpc::Status::OK);
+      return;
+    }
+    // Small requests (and, under a batch-only load, large ones) are solved
+    // right here (see RequestPlacement); either way one task per session
+    // runs at a time, since the next read starts after the write.
+    if (service_->placement_.SolveInline(request_bytes_.Length())) {
+      AnswerMessage();
+    } else {
+      service_->pool_->Submit([this] { AnswerMessage(); });
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    TakeBackFromGrpc(this);
+    if (!ok) {
+      final_code_ = absl::StatusCode::kCancelled;
+      End(grpc::Status(grpc::StatusCode::CANCELLED,
+                       "the stream closed before a response was sent"));
+      return;
+    }
+    ReadNext();
+  }
+
+  void OnCancel() override {
+    TakeBackFromGrpc(this);
+    final_code_ = absl::StatusCode::kCancelled;
+  }
+
+  void OnDone() override {
+    TakeBackFromGrpc(this);
+    const SessionStats& stats = session_.stats();
+    spdlog::info(
+        "session {} ended after {}: {} messages, {} frames, {} character "
+        "frames, {} errors",
+        id_, absl::FormatDuration(absl::Now() - started_), stats.messages,
+        stats.frames, stats.character_frames, stats.errors);
+    service_->metrics_->SessionEnded();
+    service_->metrics_->CountCall("Session", final_code_);
+    service_->ReleaseSession(peer_);
+    delete this;
+  }
+
+ private:
+  // StartRead and Finish, after handing the reactor to gRPC's threads
+  // (HandOffToGrpc).
+  void ReadNext() {
+    HandOffToGrpc(this);
+    StartRead(&request_bytes_);
+  }
+  void End(const grpc::Status& status) {
+    HandOffToGrpc(this);
+    Finish(status);
+  }
+
+  // Parses the message read, answers it, and starts the answer's write.
+  void AnswerMessage() {
+    messages_.Reset();
+    v1::SessionRequest* request = messages_.request();
+    v1::SessionResponse* response = messages_.response();
+    ++messages_read_;
+    if (ParseFromBytes(request_bytes_, request)) {
+      session_.Handle(*request, response);
+    } else {
+      AnswerUnparseable(response);
+    }
+    request_bytes_.Clear();
+    if (response->has_frame() && response->frame().status().code() == 0) {
+      int errors = 0;
+      for (const auto& c : response->frame().characters()) {
+        errors += c.status().code() != 0;
+      }
+      service_->metrics_->CountFrame(response->frame().characters_size(),
+                                     errors);
+    }
+    response_bytes_.Clear();  // the last write is done with it
+    if (grpc::Status s = SerializeToBytes(*response, &response_bytes_);
+        !s.ok()) {
+      final_code_ = absl::StatusCode::kInternal;
+      End(s);
+      return;
+    }
+    HandOffToGrpc(this);  // the write's OnWriteDone runs on a gRPC thread
+    StartWrite(&response_bytes_);
+  }
+
+  // The answer to bytes that do not parse as a SessionRequest: as for an
+  // empty request, a Registered carrying the error, so the client still
+  // gets one response per message and the session keeps what it holds.
+  void AnswerUnparseable(v1::SessionResponse* response) {
+    session_.CountUnparseable();
+    v1::Registered* registered = response->mutable_registered();
+    registered->mutable_status()->set_code(
+        static_cast<int>(absl::StatusCode::kInvalidArgument));
+    registered->mutable_status()->set_message(absl::StrCat(
+        "message ", messages_read_, " of this stream (",
+        request_bytes_.Length(),
+        " bytes) does not parse as posewire.v1.SessionRequest: it is "
+        "truncated or not protobuf; the session and its registrations are "
+        "unchanged"));
+  }
+
+  PoseWireService* service_;
+  const uint64_t id_;
+  const std::string peer_;
+  // Wire bytes of the registrations this session holds; only the pool
+  // task touches it, and one runs at a time per session.
+  const absl::Time started_ = absl::Now();
+  // Written by gRPC callbacks that never run concurrently with OnDone.
+  std::atomic<absl::StatusCode> final_code_{absl::StatusCode::kOk};
+  server::Session session_;
+  // Messages read so far, counting the current one; only the pool task
+  // touches it.
+  int64_t messages_read_ = 0;
+  grpc::ByteBuffer request_bytes_;
+  grpc::ByteBuffer response_bytes_;
+  // Reset for each message.
+  MessagePair<v1::SessionRequest, v1::SessionResponse> messages_;
+};
+
+PoseWireService::PoseWireService(const ServerConfig& config, Metrics* metrics,
+                                 absl::flat_hash_set<std::string> auth_tokens)
+    : config_(config),
+      metrics_(metrics),
+      auth_tokens_(std::move(auth_tokens)),
+      skeletons_(config.skeleton_cache_size),
+      pool_(std::make_unique<WorkerPool>(config.EffectiveThreads())),
+      placement_(config.inline_request_bytes, config.batch_inline_quiet) {
+  info_.set_version(kVersion);
+  info_.set_git_revision(kGitRevision);
+  info_.set_solver_threads(pool_->size());
+  v1::Limits* limits = info_.mutable_limits();
+  limits->set_max_message_bytes(config.max_message_bytes);
+  limits->set_max_joints_per_skeleton(config.max_joints_per_skeleton);
+  limits->set_max_characters_per_batch(config.max_characters_per_batch);
+  limits->set_max_solver_iterations(config.max_solver_iterations);
+  limits->set_max_sessions(config.max_sessions);
+  limits->set_max_objects_per_session(config.max_session_objects);
+  limits->set_skeleton_cache_size(config.skeleton_cache_size);
+  limits->set_max_sessions_per_peer(config.max_sessions_per_peer);
+  limits->set_max_session_bytes(config.max_session_bytes);
+  // Exactly the op table; nothing that would answer
+  // UNIMPLEMENTED.
+  for (const std::string& op : SupportedOperations()) info_.add_operations(op);
+}
+
+PoseWireService::~PoseWireService() {
+  // gRPC has run every session's OnDone, which releases its slot under this
+  // lock, before the server owning this service is destroyed; taking the
+  // lock makes that ordering visible to TSan, which cannot see gRPC's own.
+  std::lock_guard<std::mutex> lock(sessions_mutex_);
+}
+
+grpc::Status PoseWireService::Authorize(grpc::CallbackServerContext* context,
+                                        const char* rpc) const {
+  if (auth_tokens_.empty()) return grpc::Status::OK;
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) {
+    spdlog::info("{} from {} refused: no authorization metadata", rpc,
+                 context->peer());
+    return grpc::Status(
+        grpc::StatusCode::UNAUTHENTICATED,
+        "this server requires \"authorization: Bearer <token>\" "
+        "metadata");
+  }
+  const absl::string_view value(it->second.data(), it->second.size());
+  constexpr absl::string_view kPrefix = "Bearer ";
+  if (!absl::StartsWith(value, kPrefix)) {
+    spdlog::info("{} from {} refused: authorization is not \"Bearer ...\"", rpc,
+                 context->peer());
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "the authorization metadata must read "
+                        "\"Bearer <token>\"");
+  }
+  const absl::string_view token = value.substr(kPrefix.size());
+  bool accepted = false;
+  // Check every token, so timing does not tell which one nearly matched.
+  for (const std::string& known : auth_tokens_) {
+    accepted |= ConstantTimeEquals(token, known);
+  }
+  if (!accepted) {
+    // Never the token itself, not even a wrong one: a wrong token is often
+    // a real token for another server, or a real one with a typo.
+    spdlog::info("{} from {} refused: bearer token not accepted", rpc,
+                 context->peer());
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "the Bearer token is not accepted by this server");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::ServerUnaryReactor* PoseWireService::GetInfo(
+    grpc::CallbackServerContext* context, const v1::GetInfoRequest* /*request*/,
+    v1::GetInfoResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const grpc::Status auth = Authorize(context, "GetInfo");
+  if (auth.ok()) *response = info_;
+  metrics_->CountCall("GetInfo",
+                      static_cast<absl::StatusCode>(auth.error_code()));
+  reactor->Finish(auth);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PoseWireService::Solve(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes,
+    grpc::ByteBuffer* response_bytes) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (grpc::Status auth = Authorize(context, "Solve"); !auth.ok()) {
+    metrics_->CountCall("Solve", absl::StatusCode::kUnauthenticated);
+    reactor->Finish(auth);
+    return reactor;
+  }
+  // Echoed in trailing metadata and in the log, so a client's error report
+  // can be matched with the server's line.
+  const uint64_t request_id = next_request_id_.fetch_add(1);
+  context->AddTrailingMetadata("posewire-request-id", absl::StrCat(request_id));
+  auto answer = [this, context, request_bytes, response_bytes, reactor,
+                 request_id] {
+    // Request and response die with this task.
+    MessagePair<v1::SolveRequest, v1::SolveResponse> messages;
+    v1::SolveRequest* request = messages.request();
+    v1::SolveResponse* response = messages.response();
+    absl::Status status;
+    if (!ParseFromBytes(*request_bytes, request)) {
+      status = absl::InvalidArgumentError(absl::StrCat(
+          "the request's ", request_bytes->Length(),
+          " bytes do not parse as posewire.v1.SolveRequest: they are "
+          "truncated or not protobuf (is the client built from "
+          "proto/posewire/v1/posewire.proto?)"));
+    } else {
+      status = server::Solve(
+          *request, config_, skeletons_,
+          [context] { return CheckStop(context); }, response, metrics_);
+    }
+    if (status.ok()) {
+      if (grpc::Status s = SerializeToBytes(*response, response_bytes);
+          !s.ok()) {
+        status = absl::InternalError(s.error_message());
+      }
+    }
+    metrics_->CountCall("Solve", status.code());
+    if (!status.ok()) {
+      spdlog::info("Solve request {} from {} failed: {}", request_id,
+                   context->peer(), status.ToString());
+    }
+    HandOffToGrpc(reactor);
+    reactor->Finish(ToGrpcStatus(status));
+  };
+  // As for Session messages.
+  if (placement_.SolveInline(request_bytes->Length())) {
+    answer();
+  } else {
+    pool_->Submit(std::move(answer));
+  }
+  return reactor;
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
+PoseWireService::Session(grpc::CallbackServerContext* context) {
+  if (grpc::Status auth = Authorize(context, "Session"); !auth.ok()) {
+    metrics_->CountCall("Session", absl::StatusCode::kUnauthenticated);
+    return new RejectedSession(auth);
+  }
+  std::string peer = PeerKey(context->peer());
+  if (grpc::Status admitted = AdmitSession(peer); !admitted.ok()) {
+    spdlog::warn("session from {} refused: {}", context->peer(),
+                 admitted.error_message());
+    metrics_->CountCall("Session", absl::StatusCode::kResourceExhausted);
+    return new RejectedSession(admitted);
+  }
+  const uint64_t id = next_session_id_.fetch_add(1);
+  spdlog::debug("session {} from {} started", id, context->peer());
+  return new SessionReactor(this, id, std::move(peer));
+}
+
+grpc::Status PoseWireService::AdmitSession(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(sessions_mutex_);
+  if (active_sessions_.load() >= config_.max_sessions) {
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("this server already runs its limit of ",
+                     config_.max_sessions,
+                     " sessions (GetInfo limits.max_sessions); retry later "
+                     "or on another replica"));
+  }
+  // Only peers holding sessions have an entry (ReleaseSession erases at 0),
+  // so the map is bounded by --max_sessions.
+  auto it = sessions_by_peer_.find(peer);
+  const int held = it == sessions_by_peer_.end() ? 0 : it->second;
+  if (config_.max_sessions_per_peer > 0 &&
+      held >= config_.max_sessions_per_peer) {
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("this client address already holds ", held,
+                     " sessions, the server's per-peer limit "
+                     "(--max_sessions_per_peer); close one first"));
+  }
+  ++sessions_by_peer_[peer];
+  active_sessions_.fetch_add(1);
+  return grpc::Status::OK;
+}
+
+void PoseWireService::ReleaseSession(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(sessions_mutex_);
+  auto it = sessions_by_peer_.find(peer);
+  if (it != sessions_by_peer_.end() && --it->second <= 0) {
+    sessions_by_peer_.erase(it);
+  }
+  active_sessions_.fetch_sub(1);
+}
+
+}  // namespace posewire::server

@@ -1,0 +1,96 @@
+// The posewire.v1.PoseWire service on gRPC's callback API. Reactor methods
+// only move messages; solving runs on a WorkerPool so gRPC's threads stay
+// free to do I/O.
+#ifndef POSEWIRE_SERVER_TRANSPORT_POSEWIRE_SERVICE_H_
+#define POSEWIRE_SERVER_TRANSPORT_POSEWIRE_SERVICE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "posewire/v1/posewire.grpc.pb.h"
+#include "server/transport/metrics.h"
+#include "server/transport/request_placement.h"
+#include "server/service/server_config.h"
+#include "server/service/skeleton_cache.h"
+#include "server/transport/worker_pool.h"
+
+namespace posewire::server {
+
+// Solve and Session are "raw" methods: gRPC hands over the request bytes
+// and the service parses them itself, into a protobuf Arena. gRPC's own
+// parsing answers unparseable bytes with a bare UNIMPLEMENTED (unary) or
+// ends a stream as if the client had closed it; ours answers
+// INVALID_ARGUMENT saying what was wrong, and a session goes on.
+using PoseWireCallbackBase = v1::PoseWire::WithCallbackMethod_GetInfo<
+    v1::PoseWire::WithRawCallbackMethod_Solve<
+        v1::PoseWire::WithRawCallbackMethod_Session<v1::PoseWire::Service>>>;
+
+class PoseWireService final : public PoseWireCallbackBase {
+ public:
+  // `metrics` must outlive the service. `auth_tokens` empty: no
+  // authentication.
+  PoseWireService(const ServerConfig& config, Metrics* metrics,
+                  absl::flat_hash_set<std::string> auth_tokens);
+  ~PoseWireService() override;
+
+  grpc::ServerUnaryReactor* GetInfo(grpc::CallbackServerContext* context,
+                                    const v1::GetInfoRequest* request,
+                                    v1::GetInfoResponse* response) override;
+
+  // `request` holds a serialised posewire.v1.SolveRequest, `response`
+  // receives a serialised posewire.v1.SolveResponse.
+  grpc::ServerUnaryReactor* Solve(grpc::CallbackServerContext* context,
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response) override;
+
+  // Carries serialised SessionRequest and SessionResponse messages.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Session(
+      grpc::CallbackServerContext* context) override;
+
+  int active_sessions() const { return active_sessions_.load(); }
+
+ private:
+  class SessionReactor;
+
+  // OK, or UNAUTHENTICATED when tokens are configured and the call's
+  // "authorization: Bearer <token>" metadata is missing or wrong. `rpc`
+  // names the method in the log line of a refusal, which never holds the
+  // token.
+  grpc::Status Authorize(grpc::CallbackServerContext* context,
+                         const char* rpc) const;
+
+  // Takes a session slot for `peer` (see PeerKey), or RESOURCE_EXHAUSTED
+  // naming the limit (--max_sessions or --max_sessions_per_peer) that is
+  // full. Every OK is paired with one ReleaseSession.
+  grpc::Status AdmitSession(const std::string& peer);
+  void ReleaseSession(const std::string& peer);
+
+  const ServerConfig config_;
+  Metrics* metrics_;
+  const absl::flat_hash_set<std::string> auth_tokens_;
+  // Built once: GetInfo's answer never changes while the server runs.
+  v1::GetInfoResponse info_;
+  SkeletonCache skeletons_;
+  // Sessions are admitted and released under the mutex, so the global and
+  // per-peer counts can never disagree; the atomic lets active_sessions()
+  // read without it.
+  std::mutex sessions_mutex_;
+  absl::flat_hash_map<std::string, int> sessions_by_peer_;
+  std::atomic<int> active_sessions_{0};
+  std::atomic<uint64_t> next_session_id_{1};
+  std::atomic<uint64_t> next_request_id_{1};
+  // Declared last so it is destroyed first: its threads finish their tasks
+  // while everything those tasks touch still exists.
+  std::unique_ptr<WorkerPool> pool_;
+  RequestPlacement placement_;
+};
+
+}  // namespace posewire::server
+
+#endif  // POSEWIRE_SERVER_TRANSPORT_POSEWIRE_SERVICE_H_

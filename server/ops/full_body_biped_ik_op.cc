@@ -76,9 +76,7 @@ class FullBodyBipedIk final : public PreparedOp {
     frame.result.set_reached(result.reached);
     frame.result.set_error(result.max_error);
     frame.result.set_iterations(result.iterations);
-    for (const std::string& w : mapping_.warnings()) {
-      frame.result.add_warnings(w);
-    }
+    // The mapping's set-up warnings come first in the result's.
     for (const std::string& w : result.warnings) frame.result.add_warnings(w);
     return absl::OkStatus();
   }

@@ -42,6 +42,8 @@ absl::StatusOr<std::shared_ptr<const Plan>> Plan::Compile(
         .skeleton = skeleton, .op = op, .limits = limits, .field = where});
     if (!compiled.ok()) return compiled.status();
     plan->cases_.push_back(op.op_case());
+    plan->suffixes_.push_back(
+        absl::StrCat(".ops[", i, "].", OperationName(op.op_case())));
     plan->ops_.push_back(*std::move(compiled));
   }
   return plan;
@@ -65,8 +67,8 @@ absl::Status RunPlan(
     CharacterState& state,
     google::protobuf::RepeatedPtrField<v1::OperationResult>* results) {
   // Each op's field name ("characters[2].ops[1].blend"), which every error
-  // starts with, built in a per-thread buffer: two string allocations per
-  // op otherwise.
+  // starts with: the character's prefix and the op's suffix the plan keeps,
+  // joined in a per-thread buffer.
   thread_local std::string field;
   auto op_started = frame.timings != nullptr
                         ? std::chrono::steady_clock::now()
@@ -77,7 +79,7 @@ absl::Status RunPlan(
     const std::string& name = OperationName(op_case);
     result->set_op(name);
     field.assign(frame.field.data(), frame.field.size());
-    absl::StrAppend(&field, ".ops[", i, "].", name);
+    field += plan.field_suffix(i);
     OpFrame op_frame{.skeleton = *frame.skeleton,
                      .clips = *frame.clips,
                      .dt = frame.dt,

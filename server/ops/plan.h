@@ -31,9 +31,12 @@ class Plan {
   int size() const { return static_cast<int>(ops_.size()); }
   v1::Operation::OpCase op_case(int i) const { return cases_[i]; }
   const PreparedOp& op(int i) const { return *ops_[i]; }
+  // ".ops[i].<op name>", what op i's field adds to the character's.
+  const std::string& field_suffix(int i) const { return suffixes_[i]; }
 
  private:
   std::vector<v1::Operation::OpCase> cases_;
+  std::vector<std::string> suffixes_;
   std::vector<std::unique_ptr<const PreparedOp>> ops_;
 };
 

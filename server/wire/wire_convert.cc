@@ -9,6 +9,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "solver_core/quaternion_math.h"
 
 namespace posewire::server {
 namespace {
@@ -227,7 +228,8 @@ absl::Status PoseFromProtoInto(const v1::Pose& proto, const Skeleton& skeleton,
       !s.ok()) {
     return s;
   }
-  return ValidatePose(skeleton, out, field);
+  // The SIMD screen first: the same checks and messages (CheckPose).
+  return CheckPose(skeleton, out, field);
 }
 
 absl::StatusOr<LocalPose> PoseFromProto(const v1::Pose& proto,

@@ -4,10 +4,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "solver_core/biped_mapping.h"
 #include "solver_core/ccd_ik.h"
 #include "solver_core/fabrik_ik.h"
 #include "solver_core/full_body_ccd.h"
@@ -256,6 +259,19 @@ TEST_F(IkServiceTest, FullBodyBiped_HandsAndFeetReachTargetsFromAnotherFrame) {
     // Limbs are about 14 units long: 1e-3 of limb length.
     EXPECT_LT((Eigen::Vector3f(p[0], p[1], p[2]) - target).norm(), 0.014f)
         << joint;
+  }
+  // The mapping's set-up warnings (the CMU rig's straight limbs, its
+  // lowerback on the hips), each said once, exactly as the core says them.
+  auto mapping = MapBipedByName(Walk().skeleton);
+  ASSERT_TRUE(mapping.ok()) << mapping.status();
+  ASSERT_FALSE(mapping->warnings().empty());
+  std::vector<std::string> said(out.ops(0).warnings().begin(),
+                                out.ops(0).warnings().end());
+  EXPECT_EQ(std::set<std::string>(said.begin(), said.end()).size(),
+            said.size())
+      << "a warning is repeated";
+  for (const std::string& w : mapping->warnings()) {
+    EXPECT_EQ(std::count(said.begin(), said.end(), w), 1) << w;
   }
 }
 

@@ -1,0 +1,225 @@
+// Bad-input catalogue rows: Blend and additive weights; crossfade commands and their state.
+#include "tests/service/bad_input/harness.h"
+
+namespace posewire::server::bad_input {
+
+std::vector<BadInput> PoseOpRows() {
+  std::vector<BadInput> rows;
+  auto add = [&rows](BadInput row) { rows.push_back(std::move(row)); };
+
+  // ---- blend and additive weights
+  add(SolveRow(
+      "blend_no_layers", "blend with no layers",
+      [](auto& r) { AddOp(r)->mutable_blend(); }, StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].blend.layers: at least one layer is required"));
+  add(SolveRow(
+      "blend_weight_nan", "blend layer 1 weight NaN",
+      [](auto& r) { Blend(r)->mutable_layers(1)->set_weight(kNaN); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].blend: blending.layers[1].weight: nan is not "
+      "finite"));
+  add(SolveRow(
+      "blend_weight_inf", "blend layer 0 weight +Inf",
+      [](auto& r) { Blend(r)->mutable_layers(0)->set_weight(kInf); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].blend: blending.layers[0].weight: inf is not "
+      "finite"));
+  add(SolveRow(
+      "blend_weights_overflow", "two blend layers of weight 3e38 (sum +Inf)",
+      [](auto& r) {
+        v1::BlendOp* op = Blend(r);
+        op->mutable_layers(0)->set_weight(3e38f);
+        op->mutable_layers(1)->set_weight(3e38f);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "blending.layers[0].weight: 3e+38 exceeds the largest accepted weight"));
+  add(SolveSameRow(
+      "blend_weight_negative",
+      "blend layer 1 weight -3 (counts as 0: layer 0 alone)",
+      [](auto& r) { Blend(r)->mutable_layers(1)->set_weight(-3.0f); },
+      [](auto& r) { Blend(r)->mutable_layers(1)->set_weight(0.0f); }));
+  add(SolveRow(
+      "blend_joint_weights_count", "joint_weights of 5 for 31 joints",
+      [](auto& r) {
+        Blend(r)->mutable_layers(0)->mutable_joint_weights()->Resize(5, 1.0f);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].blend.layers[0].joint_weights: 5 weights for 31 "
+      "joints"));
+  add(SolveRow(
+      "blend_joint_weight_nan", "joint_weights[3] is NaN",
+      [](auto& r) {
+        v1::BlendLayer* layer = Blend(r)->mutable_layers(0);
+        layer->mutable_joint_weights()->Resize(31, 1.0f);
+        layer->set_joint_weights(3, kNaN);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "blending.layers[0].joint_weights[3] 'LeftKnee': nan is not finite"));
+  add(SolveRow(
+      "blend_base_layer_out_of_range", "base_layer = 7 with 2 layers",
+      [](auto& r) { Blend(r)->set_base_layer(7); },
+      StatusCode::INVALID_ARGUMENT,
+      "blending.base_layer: 7 is out of range [-1, 2)"));
+  add(SolveRow(
+      "blend_threshold_nan", "threshold NaN",
+      [](auto& r) { Blend(r)->set_threshold(kNaN); },
+      StatusCode::INVALID_ARGUMENT,
+      "blending.threshold: nan must be finite and non-negative"));
+  add(SolveRow(
+      "blend_root_unknown_joint", "blend_root 'Tail'",
+      [](auto& r) { Blend(r)->set_blend_root("Tail"); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].blend.blend_root: no joint named 'Tail'"));
+  add(SolveRow(
+      "blend_source_unset", "a layer with no source",
+      [](auto& r) { Blend(r)->mutable_layers(0)->clear_source(); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].blend.layers[0].source: no source set"));
+  add(SolveRow(
+      "blend_source_pose_wrong_size", "a layer's explicit pose of 20 floats",
+      [](auto& r) {
+        v1::Pose* pose =
+            Blend(r)->mutable_layers(0)->mutable_source()->mutable_pose();
+        pose->mutable_transforms()->Resize(20, 0.0f);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].blend.layers[0].source.pose: 20 floats"));
+  add(SolveRow(
+      "additive_weight_above_one", "additive weight 2 (range [-1, 1])",
+      [](auto& r) { Additive(r)->set_weight(2.0f); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].additive: additive.weight: 2 is not in [-1, 1]"));
+  add(SolveRow(
+      "additive_weight_huge_negative", "additive weight -1e30",
+      [](auto& r) { Additive(r)->set_weight(-1e30f); },
+      StatusCode::INVALID_ARGUMENT,
+      "additive.weight: -1e+30 is not in [-1, 1]"));
+  add(SolveRow(
+      "additive_weight_nan", "additive weight NaN",
+      [](auto& r) { Additive(r)->set_weight(kNaN); },
+      StatusCode::INVALID_ARGUMENT, "additive.weight: nan is not in [-1, 1]"));
+
+  // ---- crossfade and its state
+  add(SolveRow(
+      "crossfade_unknown_clip", "crossfade play 'run'",
+      [](auto& r) { Crossfade(r)->mutable_commands(0)->set_play("run"); },
+      StatusCode::NOT_FOUND,
+      "characters[0].ops[0].crossfade.commands[0].play: no clip named 'run'"));
+  add(SolveRow(
+      "crossfade_negative_fade", "fade_to with fade_seconds -1",
+      [](auto& r) {
+        v1::FadeTo* fade = Crossfade(r)->add_commands()->mutable_fade_to();
+        fade->set_clip("walk");
+        fade->set_fade_seconds(-1.0f);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].crossfade.commands[1].fade_to: "
+      "crossfade.fade_to.duration: -1 must be finite"));
+  add(SolveRow(
+      "crossfade_fade_nan", "fade_to with fade_seconds NaN",
+      [](auto& r) {
+        v1::FadeTo* fade = Crossfade(r)->add_commands()->mutable_fade_to();
+        fade->set_clip("walk");
+        fade->set_fade_seconds(kNaN);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "crossfade.fade_to.duration: nan must be finite"));
+  add(SolveRow(
+      "crossfade_unknown_fade_curve", "FadeTo.curve = 9",
+      [](auto& r) {
+        v1::FadeTo* fade = Crossfade(r)->add_commands()->mutable_fade_to();
+        fade->set_clip("walk");
+        fade->set_fade_seconds(0.2f);
+        fade->set_curve(static_cast<v1::FadeCurve>(9));
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "crossfade.commands[1].fade_to.curve: unknown value 9"));
+  add(SolveRow(
+      "crossfade_command_unset", "a CrossfadeCommand with nothing set",
+      [](auto& r) { Crossfade(r)->add_commands(); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].crossfade.commands[1]: no command set"));
+  add(SolveRow(
+      "state_unknown_clip", "crossfade state playing clip 'run'",
+      [](auto& r) {
+        AddOp(r)->mutable_crossfade();
+        (*Hero(r).mutable_state())["crossfade"].mutable_crossfade()->set_clip(
+            "run");
+      },
+      StatusCode::NOT_FOUND,
+      "characters[0].state[\"crossfade\"].clip: no clip named 'run'"));
+  add(SolveRow(
+      "state_time_nan", "crossfade state time NaN",
+      [](auto& r) {
+        AddOp(r)->mutable_crossfade();
+        v1::CrossfadeState* s =
+            (*Hero(r).mutable_state())["crossfade"].mutable_crossfade();
+        s->set_clip("walk");
+        s->set_time(kNaN);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].crossfade: crossfade.state.current.time: nan is "
+      "not finite"));
+  add(SolveRow(
+      "state_too_many_fades", "crossfade state with 17 queued fades",
+      [](auto& r) {
+        AddOp(r)->mutable_crossfade();
+        v1::CrossfadeState* s =
+            (*Hero(r).mutable_state())["crossfade"].mutable_crossfade();
+        s->set_clip("walk");
+        for (int i = 0; i <= kMaxQueuedFades; ++i) {
+          s->add_fades()->set_clip("walk");
+        }
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].state[\"crossfade\"].fades: 17 fades exceed the limit "
+      "of 16"));
+  add(SolveRow(
+      "state_fade_unknown_curve", "crossfade state fade with curve 4",
+      [](auto& r) {
+        AddOp(r)->mutable_crossfade();
+        v1::CrossfadeState* s =
+            (*Hero(r).mutable_state())["crossfade"].mutable_crossfade();
+        s->set_clip("walk");
+        v1::PendingFade* fade = s->add_fades();
+        fade->set_clip("walk");
+        fade->set_duration(0.5f);
+        fade->set_curve(static_cast<v1::FadeCurve>(4));
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].state[\"crossfade\"].fades[0].curve: unknown value 4"));
+  add({"state_dynamics_of_another_rig",
+       "spring state from a LeftShoulder rig sent to a RightShoulder rig",
+       [](v1::PoseWire::Stub& stub) {
+         v1::SolveRequest first = BaseSolve();
+         Spring(first);
+         v1::SolveResponse response;
+         if (Outcome o = CallSolve(stub, first, &response);
+             o.code != StatusCode::OK) {
+           return Outcome{StatusCode::UNKNOWN,
+                          absl::StrCat("the first frame failed: ", o.message)};
+         }
+         v1::SolveRequest second = BaseSolve();
+         Spring(second)->mutable_rig()->set_root_joints(0, "RightShoulder");
+         *Hero(second).mutable_state() = response.characters(0).state();
+         return CallSolve(stub, second, &response);
+       },
+       StatusCode::INVALID_ARGUMENT,
+       "spring_bones.state_in: made for a different rig"});
+  add(SolveRow(
+      "state_entry_empty", "a state map entry with no state",
+      [](auto& r) { (*Hero(r).mutable_state())["x"]; },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].state[\"x\"]: empty state entry"));
+  add(SolveRow(
+      "state_dynamics_garbage", "dynamics state of 7 arbitrary bytes",
+      [](auto& r) {
+        Spring(r);
+        (*Hero(r).mutable_state())["spring_bones"].set_dynamics("garbage");
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "dynamics_state: 7 bytes is shorter than the 72-byte header"));
+  return rows;
+}
+
+}  // namespace posewire::server::bad_input

@@ -79,6 +79,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec AdditiveOpSpec() {
   return {.op_case = v1::Operation::kAdditive,
           .updatable = {.target = false, .bend_goal = false, .time = false},
+          .screens_input_pose = true,
           .compile = Compile};
 }
 

@@ -89,6 +89,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec AimIkOpSpec() {
   return {.op_case = v1::Operation::kAimIk,
           .updatable = {.target = true, .bend_goal = false, .time = false},
+          .screens_input_pose = false,
           .compile = Compile};
 }
 

@@ -86,6 +86,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec BlendOpSpec() {
   return {.op_case = v1::Operation::kBlend,
           .updatable = {.target = false, .bend_goal = false, .time = false},
+          .screens_input_pose = false,
           .compile = Compile};
 }
 

@@ -74,6 +74,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec CcdIkOpSpec() {
   return {.op_case = v1::Operation::kCcdIk,
           .updatable = {.target = true, .bend_goal = false, .time = false},
+          .screens_input_pose = true,
           .compile = Compile};
 }
 

@@ -137,6 +137,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec CrossfadeOpSpec() {
   return {.op_case = v1::Operation::kCrossfade,
           .updatable = {.target = false, .bend_goal = false, .time = false},
+          .screens_input_pose = false,
           .compile = Compile};
 }
 

@@ -70,6 +70,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec FabrikTreeIkOpSpec() {
   return {.op_case = v1::Operation::kFabrikTreeIk,
           .updatable = {.target = false, .bend_goal = false, .time = false},
+          .screens_input_pose = true,
           .compile = Compile};
 }
 

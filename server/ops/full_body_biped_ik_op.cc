@@ -182,6 +182,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec FullBodyBipedIkOpSpec() {
   return {.op_case = v1::Operation::kFullBodyBipedIk,
           .updatable = {.target = false, .bend_goal = false, .time = false},
+          .screens_input_pose = true,
           .compile = Compile};
 }
 

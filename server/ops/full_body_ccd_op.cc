@@ -80,6 +80,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec FullBodyCcdOpSpec() {
   return {.op_case = v1::Operation::kFullBodyCcd,
           .updatable = {.target = false, .bend_goal = false, .time = false},
+          .screens_input_pose = true,
           .compile = Compile};
 }
 

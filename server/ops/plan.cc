@@ -44,6 +44,7 @@ absl::StatusOr<std::shared_ptr<const Plan>> Plan::Compile(
     plan->cases_.push_back(op.op_case());
     plan->suffixes_.push_back(
         absl::StrCat(".ops[", i, "].", OperationName(op.op_case())));
+    plan->screens_input_.push_back(spec->screens_input_pose);
     plan->ops_.push_back(*std::move(compiled));
   }
   return plan;
@@ -62,6 +63,22 @@ int FirstNonFiniteJoint(absl::Span<const Transform> pose) {
   return -1;
 }
 
+namespace {
+
+// The error for op `i`'s result, not finite at `joint`. Inputs are
+// validated finite, so this is float overflow on extreme (finite) inputs
+// or a failed solve: refused, naming the op, rather than answered OK.
+absl::Status NotFinite(const Plan& plan, const PlanFrame& frame, int i,
+                       int joint) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      frame.field, plan.field_suffix(i), ": the result is not finite at joint '",
+      frame.skeleton->joint_name(joint),
+      "' (float overflow or a degenerate solve); check this op's targets "
+      "and the pose's translations and scales for extreme values"));
+}
+
+}  // namespace
+
 absl::Status RunPlan(
     const Plan& plan, const PlanFrame& frame, LocalPose& pose,
     CharacterState& state,
@@ -76,8 +93,7 @@ absl::Status RunPlan(
   for (int i = 0; i < plan.size(); ++i) {
     const v1::Operation::OpCase op_case = plan.op_case(i);
     v1::OperationResult* result = results->Add();
-    const std::string& name = OperationName(op_case);
-    result->set_op(name);
+    result->set_op(OperationName(op_case));
     field.assign(frame.field.data(), frame.field.size());
     field += plan.field_suffix(i);
     OpFrame op_frame{.skeleton = *frame.skeleton,
@@ -91,16 +107,24 @@ absl::Status RunPlan(
                      .result = *result,
                      .field = field,
                      .undo = frame.undo};
-    if (absl::Status s = plan.op(i).Run(op_frame); !s.ok()) return s;
-    // Inputs are validated finite, so a non-finite result means an op
-    // overflowed float on extreme (finite) inputs or failed numerically:
-    // refuse it here, naming the op, rather than answer OK with NaN.
-    if (const int bad = FirstNonFiniteJoint(pose); bad >= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ": the result is not finite at joint '",
-          frame.skeleton->joint_name(bad),
-          "' (float overflow or a degenerate solve); check this op's targets "
-          "and the pose's translations and scales for extreme values"));
+    if (absl::Status s = plan.op(i).Run(op_frame); !s.ok()) {
+      // The pose op i was given went unscreened when op i screens its own
+      // input: a non-finite value there is op i-1's result, reported as
+      // the screen would have (op i wrote nothing).
+      if (i > 0 && plan.screens_input_pose(i)) {
+        if (const int bad = FirstNonFiniteJoint(pose); bad >= 0) {
+          return NotFinite(plan, frame, i - 1, bad);
+        }
+      }
+      return s;
+    }
+    // Every result is screened, except one the next op's job screens as
+    // its input anyway (a SIMD pass over the pose saved per op).
+    const bool next_screens = i + 1 < plan.size() && plan.screens_input_pose(i + 1);
+    if (!next_screens) {
+      if (const int bad = FirstNonFiniteJoint(pose); bad >= 0) {
+        return NotFinite(plan, frame, i, bad);
+      }
     }
     if (frame.timings != nullptr) {
       // One clock read per op: each op's time runs from the previous op's

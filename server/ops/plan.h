@@ -33,10 +33,13 @@ class Plan {
   const PreparedOp& op(int i) const { return *ops_[i]; }
   // ".ops[i].<op name>", what op i's field adds to the character's.
   const std::string& field_suffix(int i) const { return suffixes_[i]; }
+  // Whether op i's job refuses a non-finite input pose (OpSpec).
+  bool screens_input_pose(int i) const { return screens_input_[i]; }
 
  private:
   std::vector<v1::Operation::OpCase> cases_;
   std::vector<std::string> suffixes_;
+  std::vector<bool> screens_input_;
   std::vector<std::unique_ptr<const PreparedOp>> ops_;
 };
 

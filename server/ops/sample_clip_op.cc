@@ -34,6 +34,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec SampleClipOpSpec() {
   return {.op_case = v1::Operation::kSampleClip,
           .updatable = {.target = false, .bend_goal = false, .time = true},
+          .screens_input_pose = false,
           .compile = Compile};
 }
 

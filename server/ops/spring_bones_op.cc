@@ -306,6 +306,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec SpringBonesOpSpec() {
   return {.op_case = v1::Operation::kSpringBones,
           .updatable = {.target = false, .bend_goal = false, .time = false},
+          .screens_input_pose = true,
           .compile = Compile};
 }
 

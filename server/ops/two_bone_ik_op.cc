@@ -97,6 +97,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec TwoBoneIkOpSpec() {
   return {.op_case = v1::Operation::kTwoBoneIk,
           .updatable = {.target = true, .bend_goal = true, .time = false},
+          .screens_input_pose = false,
           .compile = Compile};
 }
 

@@ -105,6 +105,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec ValidateOpSpec() {
   return {.op_case = v1::Operation::kValidate,
           .updatable = {.target = false, .bend_goal = false, .time = false},
+          .screens_input_pose = false,
           .compile = Compile};
 }
 

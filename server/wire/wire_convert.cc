@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/quaternion_math.h"
 
@@ -364,8 +365,27 @@ absl::StatusOr<int> JointIndex(const Skeleton& skeleton, absl::string_view name,
 
 absl::Status PrefixField(absl::string_view field, const absl::Status& status) {
   if (status.ok()) return status;
-  return absl::Status(status.code(),
-                      absl::StrCat(field, ": ", status.message()));
+  const absl::string_view message = status.message();
+  const size_t dot = field.rfind('.');
+  const absl::string_view leaf =
+      dot == absl::string_view::npos ? field : field.substr(dot + 1);
+  // A core job's name, and the wire field that holds its inputs where the
+  // two differ.
+  static constexpr std::pair<absl::string_view, absl::string_view> kAliases[] =
+      {{"blending", "blend"},
+       {"sampling", "sample"},
+       {"spring_rig", "rig"},
+       {"biped_mapping", "mapping"}};
+  absl::string_view job = leaf;
+  for (const auto& [core, wire] : kAliases) {
+    if (leaf == wire) job = core;
+  }
+  if (message.size() > job.size() && absl::StartsWith(message, job) &&
+      (message[job.size()] == '.' || message[job.size()] == '[')) {
+    return absl::Status(status.code(),
+                        absl::StrCat(field, message.substr(job.size())));
+  }
+  return absl::Status(status.code(), absl::StrCat(field, ": ", message));
 }
 
 PlaybackMode PlaybackModeFromProto(v1::PlaybackMode mode) {

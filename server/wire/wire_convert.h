@@ -72,8 +72,12 @@ absl::StatusOr<int> JointIndex(const Skeleton& skeleton, absl::string_view name,
                                absl::string_view field,
                                bool allow_empty = false);
 
-// `status` with "<field>: " in front of its message (OK stays OK): core jobs
-// name their own fields, the adapter adds where in the request they sit.
+// `status` with where in the request it happened in front of its message
+// (OK stays OK). Core jobs name their own fields ("two_bone_ik.soften: ...");
+// when `field` ends with that job's field, the path is joined once:
+// "characters[0].ops[1].two_bone_ik" + "two_bone_ik.soften: ..." gives
+// "characters[0].ops[1].two_bone_ik.soften: ...". Otherwise it is
+// "<field>: <message>".
 absl::Status PrefixField(absl::string_view field, const absl::Status& status);
 
 PlaybackMode PlaybackModeFromProto(v1::PlaybackMode mode);

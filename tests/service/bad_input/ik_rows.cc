@@ -49,7 +49,7 @@ std::vector<BadInput> IkRows() {
       "two_bone_weight_nan", "two_bone_ik weight NaN",
       [](auto& r) { TwoBone(r)->set_weight(kNaN); },
       StatusCode::INVALID_ARGUMENT,
-      "characters[0].ops[0].two_bone_ik: two_bone_ik.weight"));
+      "characters[0].ops[0].two_bone_ik.weight"));
   add(SolveSameRow(
       "two_bone_weight_negative",
       "two_bone_ik weight -5 (clamped to 0: the input pose)",
@@ -229,7 +229,7 @@ std::vector<BadInput> IkRows() {
       "ccd_over_relaxation_20", "ccd_ik over_relaxation 20",
       [](auto& r) { Ccd(r)->set_over_relaxation(20.0f); },
       StatusCode::INVALID_ARGUMENT,
-      "characters[0].ops[0].ccd_ik: ccd_ik.over_relaxation: 20 is outside "
+      "characters[0].ops[0].ccd_ik.over_relaxation: 20 is outside "
       "[0, 16]"));
   add(SolveRow(
       "fabrik_planar_limits_count",
@@ -241,13 +241,13 @@ std::vector<BadInput> IkRows() {
         op->add_planar_limits()->set_max(1.0f);
       },
       StatusCode::INVALID_ARGUMENT,
-      "characters[0].ops[0].fabrik_ik: fabrik_ik.planar_limits: 2 ranges for "
+      "characters[0].ops[0].fabrik_ik.planar_limits: 2 ranges for "
       "a chain of 3 joints"));
   add(SolveRow(
       "fabrik_over_relaxation_1", "fabrik_ik over_relaxation 1",
       [](auto& r) { Fabrik(r)->set_over_relaxation(1.0f); },
       StatusCode::INVALID_ARGUMENT,
-      "characters[0].ops[0].fabrik_ik: fabrik_ik.over_relaxation: 1 is "
+      "characters[0].ops[0].fabrik_ik.over_relaxation: 1 is "
       "outside [0, 1)"));
   add(SolveRow(
       "fabrik_iterations_1e9", "fabrik_ik max_iterations 1,000,000,000",
@@ -346,7 +346,7 @@ std::vector<BadInput> IkRows() {
         op->mutable_mapping()->set_pelvis("Pelvis");
       },
       StatusCode::INVALID_ARGUMENT,
-      "full_body_biped_ik.mapping: biped_mapping.pelvis: no joint named "
+      "full_body_biped_ik.mapping.pelvis: no joint named "
       "'Pelvis'"));
   return rows;
 }

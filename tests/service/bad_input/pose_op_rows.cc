@@ -16,13 +16,13 @@ std::vector<BadInput> PoseOpRows() {
       "blend_weight_nan", "blend layer 1 weight NaN",
       [](auto& r) { Blend(r)->mutable_layers(1)->set_weight(kNaN); },
       StatusCode::INVALID_ARGUMENT,
-      "characters[0].ops[0].blend: blending.layers[1].weight: nan is not "
+      "characters[0].ops[0].blend.layers[1].weight: nan is not "
       "finite"));
   add(SolveRow(
       "blend_weight_inf", "blend layer 0 weight +Inf",
       [](auto& r) { Blend(r)->mutable_layers(0)->set_weight(kInf); },
       StatusCode::INVALID_ARGUMENT,
-      "characters[0].ops[0].blend: blending.layers[0].weight: inf is not "
+      "characters[0].ops[0].blend.layers[0].weight: inf is not "
       "finite"));
   add(SolveRow(
       "blend_weights_overflow", "two blend layers of weight 3e38 (sum +Inf)",
@@ -32,7 +32,7 @@ std::vector<BadInput> PoseOpRows() {
         op->mutable_layers(1)->set_weight(3e38f);
       },
       StatusCode::INVALID_ARGUMENT,
-      "blending.layers[0].weight: 3e+38 exceeds the largest accepted weight"));
+      "blend.layers[0].weight: 3e+38 exceeds the largest accepted weight"));
   add(SolveSameRow(
       "blend_weight_negative",
       "blend layer 1 weight -3 (counts as 0: layer 0 alone)",
@@ -54,17 +54,17 @@ std::vector<BadInput> PoseOpRows() {
         layer->set_joint_weights(3, kNaN);
       },
       StatusCode::INVALID_ARGUMENT,
-      "blending.layers[0].joint_weights[3] 'LeftKnee': nan is not finite"));
+      "blend.layers[0].joint_weights[3] 'LeftKnee': nan is not finite"));
   add(SolveRow(
       "blend_base_layer_out_of_range", "base_layer = 7 with 2 layers",
       [](auto& r) { Blend(r)->set_base_layer(7); },
       StatusCode::INVALID_ARGUMENT,
-      "blending.base_layer: 7 is out of range [-1, 2)"));
+      "blend.base_layer: 7 is out of range [-1, 2)"));
   add(SolveRow(
       "blend_threshold_nan", "threshold NaN",
       [](auto& r) { Blend(r)->set_threshold(kNaN); },
       StatusCode::INVALID_ARGUMENT,
-      "blending.threshold: nan must be finite and non-negative"));
+      "blend.threshold: nan must be finite and non-negative"));
   add(SolveRow(
       "blend_root_unknown_joint", "blend_root 'Tail'",
       [](auto& r) { Blend(r)->set_blend_root("Tail"); },
@@ -88,7 +88,7 @@ std::vector<BadInput> PoseOpRows() {
       "additive_weight_above_one", "additive weight 2 (range [-1, 1])",
       [](auto& r) { Additive(r)->set_weight(2.0f); },
       StatusCode::INVALID_ARGUMENT,
-      "characters[0].ops[0].additive: additive.weight: 2 is not in [-1, 1]"));
+      "characters[0].ops[0].additive.weight: 2 is not in [-1, 1]"));
   add(SolveRow(
       "additive_weight_huge_negative", "additive weight -1e30",
       [](auto& r) { Additive(r)->set_weight(-1e30f); },
@@ -158,7 +158,7 @@ std::vector<BadInput> PoseOpRows() {
         s->set_time(kNaN);
       },
       StatusCode::INVALID_ARGUMENT,
-      "characters[0].ops[0].crossfade: crossfade.state.current.time: nan is "
+      "characters[0].ops[0].crossfade.state.current.time: nan is "
       "not finite"));
   add(SolveRow(
       "state_too_many_fades", "crossfade state with 17 queued fades",

@@ -282,7 +282,7 @@ std::vector<BadInput> RequestRows() {
   add(SolveRow(
       "sample_time_nan", "sample_clip.time is NaN",
       [](auto& r) { Sample(r)->set_time(kNaN); }, StatusCode::INVALID_ARGUMENT,
-      "characters[0].ops[0].sample_clip.sample: sampling.time: nan is not "
+      "characters[0].ops[0].sample_clip.sample.time: nan is not "
       "finite"));
   add(SolveSameRow(
       "sample_time_huge", "sample_clip.time 1e30 (finite: wrapped by LOOP)",

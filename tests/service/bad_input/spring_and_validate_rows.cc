@@ -14,14 +14,14 @@ std::vector<BadInput> SpringAndValidateRows() {
         Spring(r)->mutable_rig()->mutable_settings()->set_damping(kNaN);
       },
       StatusCode::INVALID_ARGUMENT,
-      "spring_bones.rig: spring_rig.settings.damping: nan is outside [0, 1]"));
+      "spring_bones.rig.settings.damping: nan is outside [0, 1]"));
   add(SolveRow(
       "spring_stiffness_inf", "spring_bones settings.stiffness +Inf",
       [](auto& r) {
         Spring(r)->mutable_rig()->mutable_settings()->set_stiffness(kInf);
       },
       StatusCode::INVALID_ARGUMENT,
-      "spring_rig.settings.stiffness: inf is outside [0, 1]"));
+      "spring_bones.rig.settings.stiffness: inf is outside [0, 1]"));
   add(SolveRow(
       "spring_curve_value_nan", "spring_bones curves.radius key value NaN",
       [](auto& r) {
@@ -31,12 +31,12 @@ std::vector<BadInput> SpringAndValidateRows() {
         key->set_value(kNaN);
       },
       StatusCode::INVALID_ARGUMENT,
-      "spring_rig.curves.radius[0]: NaN or infinite position or value"));
+      "spring_bones.rig.curves.radius[0]: NaN or infinite position or value"));
   add(SolveRow(
       "spring_unknown_root", "spring_bones root joint 'Ponytail'",
       [](auto& r) { Spring(r)->mutable_rig()->set_root_joints(0, "Ponytail"); },
       StatusCode::INVALID_ARGUMENT,
-      "spring_rig.root_joints[0]: no joint named 'Ponytail'"));
+      "spring_bones.rig.root_joints[0]: no joint named 'Ponytail'"));
   add(SolveRow(
       "spring_substeps_1e9", "spring_bones max_substeps 1,000,000,000",
       [](auto& r) { Spring(r)->mutable_rig()->set_max_substeps(1000000000); },
@@ -47,12 +47,12 @@ std::vector<BadInput> SpringAndValidateRows() {
       "spring_substeps_negative", "spring_bones max_substeps -3",
       [](auto& r) { Spring(r)->mutable_rig()->set_max_substeps(-3); },
       StatusCode::INVALID_ARGUMENT,
-      "spring_rig.max_substeps: -3 is outside [1, 64]"));
+      "spring_bones.rig.max_substeps: -3 is outside [1, 64]"));
   add(SolveRow(
       "spring_rate_zero", "spring_bones target_rate_hz 0",
       [](auto& r) { Spring(r)->mutable_rig()->set_target_rate_hz(0.0f); },
       StatusCode::INVALID_ARGUMENT,
-      "spring_rig.target_rate_hz: 0 is outside [1, 1000]"));
+      "spring_bones.rig.target_rate_hz: 0 is outside [1, 1000]"));
   add(SolveRow(
       "spring_unknown_tip_axis", "spring_bones rig.tip_axis = 17",
       [](auto& r) {
@@ -72,7 +72,7 @@ std::vector<BadInput> SpringAndValidateRows() {
       "spring_substeps_zero", "spring_bones max_substeps 0",
       [](auto& r) { Spring(r)->mutable_rig()->set_max_substeps(0); },
       StatusCode::INVALID_ARGUMENT,
-      "spring_rig.max_substeps: 0 is outside [1, 64]"));
+      "spring_bones.rig.max_substeps: 0 is outside [1, 64]"));
   add(SolveRow(
       "spring_unknown_teleport_response",
       "spring_bones rig.teleport_response = 2",

@@ -1,5 +1,7 @@
 // A bounded, thread-safe LRU of skeletons by content hash, shared by every
-// call: a client sends a skeleton once, then names it by hash.
+// call: a client sends a skeleton once, then names it by hash. It also
+// holds the plans compiled for those skeletons (PlanCache), bounded by the
+// same capacity.
 #ifndef POSEWIRE_SERVER_SERVICE_SKELETON_CACHE_H_
 #define POSEWIRE_SERVER_SERVICE_SKELETON_CACHE_H_
 
@@ -10,13 +12,14 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "server/service/plan_cache.h"
 #include "solver_core/skeleton.h"
 
 namespace posewire::server {
 
 class SkeletonCache {
  public:
-  explicit SkeletonCache(int capacity) : capacity_(capacity) {}
+  explicit SkeletonCache(int capacity) : capacity_(capacity), plans_(capacity) {}
 
   // The skeleton stored under `hash`, marked most recently used; null if
   // absent. Shared ownership: an eviction never frees a skeleton in use.
@@ -29,12 +32,16 @@ class SkeletonCache {
 
   int size() const;
 
+  // Op lists compiled for these skeletons.
+  PlanCache& plans() { return plans_; }
+
  private:
   using Entry = std::pair<std::string, std::shared_ptr<const Skeleton>>;
   const int capacity_;
   mutable std::mutex mutex_;
   std::list<Entry> lru_;  // front: most recently used
   absl::flat_hash_map<std::string, std::list<Entry>::iterator> index_;
+  PlanCache plans_;
 };
 
 }  // namespace posewire::server

@@ -102,7 +102,8 @@ absl::Status SolveCharacters(const v1::SolveRequest& request,
     if (library == nullptr) {
       library = std::make_unique<ClipLibrary>(&skeleton, &request.clips());
     }
-    auto plan = Plan::Compile(skeleton, in.ops(), limits, field);
+    auto plan = skeletons.plans().Get(resolved->skeleton, resolved->hash,
+                                      in.ops(), limits, field);
     if (!plan.ok()) return plan.status();
     CharacterState state;
     if (!in.state().empty()) {

@@ -1,0 +1,61 @@
+#include "server/service/plan_cache.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace posewire::server {
+namespace {
+
+// The skeleton's hash, then each op's length and bytes: equal keys are
+// equal op lists for equal skeletons (the hash is SHA-256 of the content).
+std::string Key(absl::string_view skeleton_hash,
+                const google::protobuf::RepeatedPtrField<v1::Operation>& ops) {
+  std::string key(skeleton_hash);
+  std::string bytes;
+  for (const v1::Operation& op : ops) {
+    bytes.clear();
+    op.SerializeToString(&bytes);
+    absl::StrAppend(&key, "|", bytes.size(), ":", bytes);
+  }
+  return key;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const Plan>> PlanCache::Get(
+    std::shared_ptr<const Skeleton> skeleton, absl::string_view skeleton_hash,
+    const google::protobuf::RepeatedPtrField<v1::Operation>& ops,
+    OpLimits limits, absl::string_view field) {
+  std::string key = Key(skeleton_hash, ops);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = index_.find(key);
+    if (it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      return it->second->plan;
+    }
+  }
+  // Compiled outside the lock: two threads may compile the same plan once
+  // each, and the first stored wins; both are the same plan.
+  auto plan = Plan::Compile(*skeleton, ops, limits, field);
+  if (!plan.ok() || capacity_ <= 0) return plan;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = index_.find(key);
+  if (it != index_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->plan;
+  }
+  lru_.push_front(Entry{key, std::move(skeleton), *plan});
+  index_.emplace(std::move(key), lru_.begin());
+  while (static_cast<int>(lru_.size()) > capacity_) {
+    index_.erase(lru_.back().key);
+    lru_.pop_back();
+  }
+  return plan;
+}
+
+int PlanCache::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(lru_.size());
+}
+
+}  // namespace posewire::server

@@ -36,14 +36,14 @@ absl::StatusOr<std::shared_ptr<const Plan>> Plan::Compile(
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": no operation set"));
     }
-    const std::string where =
-        absl::StrCat(field, ".ops[", i, "].", OperationName(op.op_case()));
+    std::string suffix =
+        absl::StrCat(".ops[", i, "].", OperationName(op.op_case()));
+    const std::string op_field = absl::StrCat(field, suffix);
     CompiledOp compiled = spec->compile(OpCompileInput{
-        .skeleton = skeleton, .op = op, .limits = limits, .field = where});
+        .skeleton = skeleton, .op = op, .limits = limits, .field = op_field});
     if (!compiled.ok()) return compiled.status();
     plan->cases_.push_back(op.op_case());
-    plan->suffixes_.push_back(
-        absl::StrCat(".ops[", i, "].", OperationName(op.op_case())));
+    plan->suffixes_.push_back(std::move(suffix));
     plan->screens_input_.push_back(spec->screens_input_pose);
     plan->ops_.push_back(*std::move(compiled));
   }

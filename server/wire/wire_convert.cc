@@ -246,8 +246,11 @@ absl::StatusOr<LocalPose> PoseFromProto(const v1::Pose& proto,
 
 void PoseToProto(absl::Span<const Transform> pose, v1::Pose* proto) {
   google::protobuf::RepeatedField<float>* floats = proto->mutable_transforms();
-  floats->Resize(static_cast<int>(pose.size()) * kFloatsPerJoint, 0.0f);
-  float* f = floats->mutable_data();
+  const int n = static_cast<int>(pose.size()) * kFloatsPerJoint;
+  // Grown without the zero fill Resize would write first.
+  floats->Clear();
+  floats->Reserve(n);
+  float* f = floats->AddNAlreadyReserved(n);
   for (const Transform& t : pose) {
     PackTransform(t, f);
     f += kFloatsPerJoint;

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/wire_convert.h"
-#include "solver_core/biped_mapping.h"
-#include "solver_core/full_body_biped_ik.h"
+#include "solver_core/full_body/biped_mapping.h"
+#include "solver_core/full_body/full_body_biped_ik.h"
 
 namespace posewire::server {
 namespace {

@@ -8,13 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "server/field_name.h"
 #include "server/wire_convert.h"
-#include "solver_core/aim_ik.h"
-#include "solver_core/ccd_ik.h"
-#include "solver_core/fabrik_ik.h"
-#include "solver_core/full_body_ccd.h"
-#include "solver_core/ik_chain.h"
-#include "solver_core/joint_limits.h"
-#include "solver_core/two_bone_ik.h"
+#include "solver_core/analytic_ik/aim_ik.h"
+#include "solver_core/analytic_ik/two_bone_ik.h"
+#include "solver_core/chain_ik/ccd_ik.h"
+#include "solver_core/chain_ik/fabrik_ik.h"
+#include "solver_core/chain_ik/ik_chain.h"
+#include "solver_core/chain_ik/joint_limits.h"
+#include "solver_core/full_body/full_body_ccd.h"
 
 namespace posewire::server {
 namespace {

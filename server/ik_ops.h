@@ -8,8 +8,8 @@
 #include "absl/status/status.h"
 #include "posewire/v1/operations.pb.h"
 #include "posewire/v1/posewire.pb.h"
-#include "solver_core/pose.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire::server {
 

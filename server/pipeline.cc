@@ -11,11 +11,11 @@
 #include "server/full_body_op.h"
 #include "server/ik_ops.h"
 #include "server/wire_convert.h"
-#include "solver_core/additive_job.h"
-#include "solver_core/blending_job.h"
-#include "solver_core/local_to_model.h"
-#include "solver_core/quaternion_math.h"
-#include "solver_core/sampling_job.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/model/quaternion_math.h"
+#include "solver_core/pose_ops/additive_job.h"
+#include "solver_core/pose_ops/blending_job.h"
+#include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire::server {
 namespace {

@@ -22,9 +22,9 @@
 #include "server/clip_library.h"
 #include "server/metrics.h"
 #include "server/spring_op.h"
-#include "solver_core/crossfade.h"
-#include "solver_core/pose.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/skeleton.h"
+#include "solver_core/pose_ops/crossfade.h"
 
 namespace posewire::server {
 

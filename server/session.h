@@ -14,7 +14,7 @@
 #include "server/clip_library.h"
 #include "server/pipeline.h"
 #include "server/server_config.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire::server {
 

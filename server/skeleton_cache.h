@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire::server {
 

@@ -11,11 +11,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "posewire/v1/types.pb.h"
-#include "solver_core/clip.h"
-#include "solver_core/pose.h"
-#include "solver_core/sampling_job.h"
-#include "solver_core/skeleton.h"
-#include "solver_core/transform.h"
+#include "solver_core/model/clip.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/skeleton.h"
+#include "solver_core/model/transform.h"
+#include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire::server {
 

@@ -12,7 +12,7 @@
 #include "server/ik_ops.h"
 #include "server/wire_convert.h"
 #include "solver_core/model/local_to_model.h"
-#include "solver_core/model/quaternion_math.h"
+#include "solver_core/model/pose.h"
 #include "solver_core/pose_ops/additive_job.h"
 #include "solver_core/pose_ops/blending_job.h"
 #include "solver_core/pose_ops/sampling_job.h"

@@ -38,6 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "solver_core/model/internal/sse_helpers.h"
 #include "solver_core/model/quaternion_math.h"
 #include "solver_core/model/skeleton.h"
 #include "solver_core/model/transform.h"

@@ -11,6 +11,7 @@
 
 #include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
+#include "solver_core/dynamics/internal/spring_collider_lanes.h"
 #include "solver_core/model/deterministic_math.h"
 #include "solver_core/model/local_to_model.h"
 #include "solver_core/model/pose.h"

@@ -57,6 +57,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "solver_core/dynamics/dynamics_state.h"
+#include "solver_core/dynamics/internal/spring_collider_lanes.h"
 #include "solver_core/dynamics/spring_colliders.h"
 #include "solver_core/model/skeleton.h"
 #include "solver_core/model/transform.h"

@@ -6,6 +6,7 @@
 
 #include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
+#include "solver_core/dynamics/internal/spring_collider_lanes.h"
 #include "solver_core/model/pose.h"
 
 namespace posewire {

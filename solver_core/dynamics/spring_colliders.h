@@ -18,7 +18,6 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "solver_core/dynamics/internal/spring_lanes.h"
 #include "solver_core/model/skeleton.h"
 #include "solver_core/model/transform.h"
 
@@ -149,55 +148,10 @@ bool AnyPenetration(absl::Span<const PlacedCollider> colliders,
                     float bone_radius, const Eigen::Vector3f& position,
                     float slop);
 
-// ---------------------------------------------------------------------------
-// Four bone spheres at once, one per lane (lane k has bone radius lane k).
-// Each lane gets exactly the bits the one-point functions above give for
-// it: the same operations in the same order, branches turned into lane
-// selections. The source is spring_collider_lanes.inc, which spring_bones.cc
-// also compiles at eight lanes for its AVX2 path (same bits per lane).
-
 // Below this distance a direction is considered undefined and a fixed
 // fallback direction is used instead (shared by the scalar kernels and the
 // lane kernels of every width).
 inline constexpr float kColliderTinyDistance = 1e-12f;
-
-// A placed collider with every value broadcast to the four lanes, built
-// once per frame.
-struct LaneCollider {
-  ColliderShape shape = ColliderShape::kSphere;
-  bool keep_inside = false;
-  lanes::V4 center;
-  // Columns of PlacedCollider::axes.
-  lanes::V4 axes[3];
-  lanes::V4 direction;
-  // Where a point on a sphere centre or capsule axis is pushed.
-  lanes::V4 fallback;
-  lanes::V4 half_extents;
-  lanes::F4 radius;
-  lanes::F4 half_length;
-  lanes::F4 bound;
-};
-
-LaneCollider SplatCollider(const PlacedCollider& collider);
-
-// 1e-6 (1 + max |p_i|): how far past a surface counts as rounding.
-lanes::F4 SlopLanes(const lanes::V4& position);
-
-// PushOutOfColliders on every lane; returns the lanes it moved.
-lanes::M4 PushOutOfCollidersLanes(absl::Span<const LaneCollider> colliders,
-                                  lanes::F4 bone_radius, lanes::V4* position);
-
-// AnyPenetration on every lane.
-lanes::M4 AnyPenetrationLanes(absl::Span<const LaneCollider> colliders,
-                              lanes::F4 bone_radius, const lanes::V4& position,
-                              lanes::F4 slop);
-
-// DeepestPenetration on every lane; `deepest` holds collider indices as
-// floats (unchanged in a lane no collider was tested for).
-lanes::F4 DeepestPenetrationLanes(absl::Span<const LaneCollider> colliders,
-                                  lanes::F4 bone_radius,
-                                  const lanes::V4& position, lanes::F4 slop,
-                                  bool cull, lanes::F4* deepest);
 
 }  // namespace posewire
 

@@ -1,5 +1,6 @@
-// Quaternion and pose-check helpers shared by the pose operations (sampling,
-// blending, additive, crossfade), so each rule lives in one place.
+// Quaternion and 3-vector math shared by the pose operations (sampling,
+// blending, additive, crossfade) and the IK solvers, so each rule lives in
+// one place. The pose validity screens built on it are in pose.h.
 //
 // Interpolation follows the usual game-runtime practice (Hands-on C++ Game
 // Animation Programming, ch. 4 and 12; ozz-animation's NLerp): a quaternion
@@ -18,59 +19,17 @@
 
 #include <Eigen/Geometry>
 #include <cmath>
-#include <cstddef>
 #include <limits>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
-#include "absl/status/status.h"
-#include "absl/strings/string_view.h"
-#include "absl/types/span.h"
 #include "solver_core/model/deterministic_math.h"
-#include "solver_core/model/pose.h"
-#include "solver_core/model/simd_level.h"
-#include "solver_core/model/skeleton.h"
+#include "solver_core/model/internal/sse_helpers.h"
 #include "solver_core/model/transform.h"
 
 namespace posewire {
-
-#if defined(__SSE2__)
-// The SSE kernels read a Transform as three 16-byte rows: translation and
-// padding, rotation (x, y, z, w), scale and padding.
-inline constexpr bool kSimdTransformLayout =
-    sizeof(Transform) == 48 && alignof(Transform) == 16 &&
-    offsetof(Transform, translation) == 0 &&
-    offsetof(Transform, rotation) == 16 && offsetof(Transform, scale) == 32;
-
-namespace simd {
-
-// Dot4 in every lane, same summation order as the scalar Dot4.
-inline __m128 Dot4(__m128 a, __m128 b) {
-  const __m128 m = _mm_mul_ps(a, b);
-  const __m128 s = _mm_add_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
-  return _mm_add_ps(s, _mm_shuffle_ps(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
-}
-
-// Lanes x, y, z kept, the padding lane zeroed (it may hold anything,
-// including denormals that would slow the arithmetic down).
-inline __m128 LoadXyz(const float* p) {
-  const __m128 mask = _mm_castsi128_ps(_mm_set_epi32(0, -1, -1, -1));
-  return _mm_and_ps(_mm_loadu_ps(p), mask);
-}
-
-// Each lane of `v` in a register of its own: out[k] = (v[k], v[k], v[k],
-// v[k]), for scaling four quaternions by four per-quaternion factors.
-inline void SplatLanes(__m128 v, __m128 out[4]) {
-  out[0] = _mm_shuffle_ps(v, v, _MM_SHUFFLE(0, 0, 0, 0));
-  out[1] = _mm_shuffle_ps(v, v, _MM_SHUFFLE(1, 1, 1, 1));
-  out[2] = _mm_shuffle_ps(v, v, _MM_SHUFFLE(2, 2, 2, 2));
-  out[3] = _mm_shuffle_ps(v, v, _MM_SHUFFLE(3, 3, 3, 3));
-}
-
-}  // namespace simd
-#endif
 
 // Dot product of 4-vectors in the fixed order described above.
 inline float Dot4(const Eigen::Vector4f& a, const Eigen::Vector4f& b) {
@@ -191,42 +150,6 @@ inline V Hermite(const V& p0, const V& m0, const V& p1, const V& m1, float s) {
   return p0 * h00 + m0 * h10 + p1 * h01 + m1 * h11;
 }
 
-// Squared-norm bounds strictly inside ValidateTransform's unit-rotation
-// tolerance, so a rotation the screen below accepts is one ValidateTransform
-// accepts too, whatever the rounding of its square root.
-inline constexpr float kScreenMinSquaredNorm =
-    (1.0f - kUnitQuaternionTolerance) * (1.0f - kUnitQuaternionTolerance) *
-    1.0001f;
-inline constexpr float kScreenMaxSquaredNorm =
-    (1.0f + kUnitQuaternionTolerance) * (1.0f + kUnitQuaternionTolerance) *
-    0.9999f;
-
-// Cheap screen for ValidateTransform's conditions (finite components, unit
-// rotation within kUnitQuaternionTolerance): x - x is NaN exactly when x is
-// NaN or infinite. Callers run ValidateTransform when it fails, to decide
-// near the tolerance's edge and to produce the message.
-inline bool TransformLooksValid(const Transform& t) {
-#if defined(__SSE2__)
-  if constexpr (kSimdTransformLayout) {
-    const float* p = reinterpret_cast<const float*>(&t);
-    const __m128 tr = simd::LoadXyz(p);
-    const __m128 q = _mm_loadu_ps(p + 4);
-    const __m128 sc = simd::LoadXyz(p + 8);
-    const __m128 z = _mm_add_ps(
-        _mm_add_ps(_mm_sub_ps(tr, tr), _mm_sub_ps(q, q)), _mm_sub_ps(sc, sc));
-    const float n2 = _mm_cvtss_f32(simd::Dot4(q, q));
-    return _mm_movemask_ps(_mm_cmpeq_ps(z, _mm_setzero_ps())) == 0xF &&
-           n2 >= kScreenMinSquaredNorm && n2 <= kScreenMaxSquaredNorm;
-  }
-#endif
-  const Eigen::Vector4f& q = t.rotation.coeffs();
-  const float finite = (t.translation - t.translation).sum() + (q - q).sum() +
-                       (t.scale - t.scale).sum();
-  const float n2 = Dot4(q, q);
-  return finite == 0.0f && n2 >= kScreenMinSquaredNorm &&
-         n2 <= kScreenMaxSquaredNorm;
-}
-
 // Normalises quaternions in place, four at a time: NormalizedOr on each,
 // with the same bits, but one SIMD square root and division per four, off
 // the critical path of the loop that produced them (in sampling, that chain
@@ -278,174 +201,6 @@ class DeferredNormalizer {
   const Eigen::Quaternionf* fallback_[4];
   int count_ = 0;
 };
-
-#if defined(__SSE2__)
-namespace simd {
-// The screen PoseLooksValid and TransformsLookValid run, one transform (or
-// four rotation norms) at a time. Translations and scales are summed: a NaN
-// or infinity anywhere leaves the sum non-finite (a sum that overflows only
-// sends the pose to the detailed check, which decides). Only lanes x, y, z
-// of the sum are read, so the padding lanes need no masking on the way.
-// Squared rotation norms are compared with "not within bounds", which a NaN
-// also satisfies.
-class TransformScreen {
- public:
-  // Adds the translation and scale rows of the transform at `p`.
-  void AddTranslationAndScale(const float* p) {
-    sum_ = _mm_add_ps(sum_, _mm_add_ps(_mm_loadu_ps(p), _mm_loadu_ps(p + 8)));
-  }
-  // Checks squared rotation norms, one per lane.
-  void AddSquaredNorms(__m128 n2) {
-    bad_ = _mm_or_ps(
-        bad_, _mm_or_ps(_mm_cmpnge_ps(n2, _mm_set1_ps(kScreenMinSquaredNorm)),
-                        _mm_cmpnle_ps(n2, _mm_set1_ps(kScreenMaxSquaredNorm))));
-  }
-  // The whole transform at `p`.
-  void Add(const float* p) {
-    AddTranslationAndScale(p);
-    const __m128 q = _mm_loadu_ps(p + 4);
-    AddSquaredNorms(Dot4(q, q));
-  }
-  bool Passed() const {
-    // The padding lane is cleared here (it summed whatever the padding
-    // held; tools that track uninitialised bytes then see defined lanes).
-    const __m128 sum =
-        _mm_and_ps(sum_, _mm_castsi128_ps(_mm_set_epi32(0, -1, -1, -1)));
-    return _mm_movemask_ps(
-               _mm_cmpeq_ps(_mm_sub_ps(sum, sum), _mm_setzero_ps())) == 0xF &&
-           _mm_movemask_ps(bad_) == 0;
-  }
-
- private:
-  __m128 sum_ = _mm_setzero_ps();
-  __m128 bad_ = _mm_setzero_ps();
-};
-}  // namespace simd
-#endif
-
-#if POSEWIRE_AVX2_KERNELS
-// PoseLooksValid with AVX2, eight transforms at a time (blending_job.cc).
-// Call only when ActiveSimdLevel() is kAvx2.
-bool PoseLooksValidAvx2(absl::Span<const Transform> pose);
-#endif
-
-// TransformLooksValid for a whole pose, without a branch per transform
-// (simd::TransformScreen); squared rotation norms are computed four at a
-// time (squares, then a transpose-and-add), or eight at a time with AVX2.
-inline bool PoseLooksValid(absl::Span<const Transform> pose) {
-#if defined(__SSE2__)
-  if constexpr (kSimdTransformLayout) {
-#if POSEWIRE_AVX2_KERNELS
-    if (pose.size() >= 16 && ActiveSimdLevel() == SimdLevel::kAvx2) {
-      return PoseLooksValidAvx2(pose);
-    }
-#endif
-    const float* p = reinterpret_cast<const float*>(pose.data());
-    const size_t n = pose.size();
-    simd::TransformScreen screen;
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4, p += 48) {
-      __m128 sq[4];
-      for (int k = 0; k < 4; ++k) {
-        const float* t = p + 12 * k;
-        screen.AddTranslationAndScale(t);
-        const __m128 q = _mm_loadu_ps(t + 4);
-        sq[k] = _mm_mul_ps(q, q);
-      }
-      const __m128 s01 = _mm_add_ps(_mm_unpacklo_ps(sq[0], sq[1]),
-                                    _mm_unpackhi_ps(sq[0], sq[1]));
-      const __m128 s23 = _mm_add_ps(_mm_unpacklo_ps(sq[2], sq[3]),
-                                    _mm_unpackhi_ps(sq[2], sq[3]));
-      screen.AddSquaredNorms(
-          _mm_add_ps(_mm_movelh_ps(s01, s23), _mm_movehl_ps(s23, s01)));
-    }
-    for (; i < n; ++i, p += 12) screen.Add(p);
-    return screen.Passed();
-  }
-#endif
-  for (const Transform& t : pose) {
-    if (!TransformLooksValid(t)) return false;
-  }
-  return true;
-}
-
-// ValidatePose with the fast screen above in front: the same checks and
-// messages, at a fraction of the cost when the pose is valid (the common
-// case, checked every frame).
-inline absl::Status CheckPose(const Skeleton& skeleton,
-                              absl::Span<const Transform> pose,
-                              absl::string_view field) {
-  if (static_cast<int>(pose.size()) != skeleton.num_joints()) {
-    return ValidatePose(skeleton, pose, field);
-  }
-  if (PoseLooksValid(pose)) return absl::OkStatus();
-  for (int j = 0; j < skeleton.num_joints(); ++j) {
-    if (TransformLooksValid(pose[j])) continue;
-    absl::Status s =
-        ValidateTransform(pose[j], field, j, skeleton.joint_name(j));
-    if (!s.ok()) return s;
-  }
-  return absl::OkStatus();
-}
-
-#if defined(__SSE2__)
-// 3-vectors in SSE registers, for the analytic IK solvers (two-bone, aim):
-// lanes x, y, z, lane 3 zero. Each helper performs the operations of Eigen's
-// scalar code on a Vector3f in the same order, so the SIMD solvers keep the
-// bits of the scalar formulas they replace. Cross products and rotations by
-// a quaternion are transform.h's CrossRows and RotateRow (Eigen's form too).
-namespace simd {
-
-// Reads exactly the 12 bytes of `v` (a 16-byte load could run past the end of
-// the object). x and y come in through _mm_loadl_epi64, whose pointer type
-// may alias the floats (_mm_load_sd would read them as a double, which the
-// optimiser may then move across stores to the vector).
-inline __m128 LoadVector3(const Eigen::Vector3f& v) {
-  const __m128 xy = _mm_castsi128_ps(
-      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(v.data())));
-  return _mm_movelh_ps(xy, _mm_load_ss(v.data() + 2));
-}
-
-inline Eigen::Vector3f ToVector3(__m128 v) {
-  alignas(16) float f[4];
-  _mm_store_ps(f, v);
-  return Eigen::Vector3f(f[0], f[1], f[2]);
-}
-
-template <int kLane>
-inline __m128 Splat(__m128 v) {
-  return _mm_shuffle_ps(v, v, _MM_SHUFFLE(kLane, kLane, kLane, kLane));
-}
-
-// a.b in lane 0 (the other lanes hold partial sums), summed as x + (y + z):
-// the order of Eigen's dot() and squaredNorm() on a Vector3f.
-inline __m128 Dot3(__m128 a, __m128 b) {
-  const __m128 m = _mm_mul_ps(a, b);
-  return _mm_add_ss(m, _mm_add_ss(Splat<1>(m), _mm_movehl_ps(m, m)));
-}
-
-}  // namespace simd
-#endif
-
-// TransformLooksValid for several transforms at once (the few a solver reads,
-// wherever they are), with one branch: PoseLooksValid's test on a list of
-// pointers.
-template <size_t N>
-inline bool TransformsLookValid(const Transform* const (&t)[N]) {
-#if defined(__SSE2__)
-  if constexpr (kSimdTransformLayout) {
-    simd::TransformScreen screen;
-    for (size_t i = 0; i < N; ++i) {
-      screen.Add(reinterpret_cast<const float*>(t[i]));
-    }
-    return screen.Passed();
-  }
-#endif
-  for (const Transform* x : t) {
-    if (!TransformLooksValid(*x)) return false;
-  }
-  return true;
-}
 
 // A 3-vector for the analytic IK solvers' arithmetic: with SSE2 one register
 // (lanes x, y, z, lane 3 zero), otherwise an Eigen::Vector3f. Every operation

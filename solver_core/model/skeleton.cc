@@ -5,7 +5,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "solver_core/model/pose.h"
 
 namespace posewire {
 

@@ -17,6 +17,9 @@
 #include <emmintrin.h>
 #endif
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
 namespace posewire {
 
 struct Transform {
@@ -189,6 +192,18 @@ inline Transform LocalFromModel(const Transform& parent_model,
 
 // True when every component of the transform is finite.
 bool IsFinite(const Transform& t);
+
+// How far a rotation's norm may stray from 1 before it is rejected. Loose
+// enough for float data that went through text or half precision, tight
+// enough that a non-normalised input cannot silently skew a solve.
+inline constexpr float kUnitQuaternionTolerance = 1e-3f;
+
+// Checks one transform: every component finite, rotation of unit norm within
+// kUnitQuaternionTolerance. `field` and the joint name appear in the error,
+// e.g. "pose[3] 'LeftKnee': rotation norm 1.5 is not 1 (tolerance 0.001)".
+absl::Status ValidateTransform(const Transform& transform,
+                               absl::string_view field, int joint,
+                               absl::string_view joint_name);
 
 }  // namespace posewire
 

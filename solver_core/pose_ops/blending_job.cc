@@ -10,6 +10,7 @@
 #include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/model/pose.h"
+#include "solver_core/model/internal/sse_helpers.h"
 #include "solver_core/model/quaternion_math.h"
 #include "solver_core/model/simd_level.h"
 

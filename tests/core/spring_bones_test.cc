@@ -21,6 +21,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/dynamics/dynamics_state.h"
+// Internal: LaneQueriesMatchOnePointQueriesBitForBit tests the lane kernels
+// the solver is built on, which no caller of the library sees.
+#include "solver_core/dynamics/internal/spring_collider_lanes.h"
 #include "solver_core/dynamics/spring_colliders.h"
 #include "solver_core/io/bvh_reader.h"
 #include "solver_core/model/clip.h"
@@ -675,10 +678,11 @@ TEST(SpringColliders, AllColliderQueriesMatchOneByOneQueries) {
   EXPECT_GT(overlapping, 0);
 }
 
-// The four-lane kernels give each lane the bits the one-point kernels give
-// (the solver relies on it for bit-identical results): a grid of points
-// around every shape, including points inside the box and on a keep-inside
-// sphere, four at a time with a different bone radius per lane.
+// Internal (dynamics/internal/spring_collider_lanes.h): the four-lane
+// kernels give each lane the bits the one-point kernels give (the solver
+// relies on it for bit-identical results): a grid of points around every
+// shape, including points inside the box and on a keep-inside sphere, four
+// at a time with a different bone radius per lane.
 TEST(SpringColliders, LaneQueriesMatchOnePointQueriesBitForBit) {
   std::vector<PlacedCollider> placed;
   for (const ColliderCase& c : ColliderCases()) {

@@ -18,14 +18,8 @@
 #include "solver_core/model/quaternion_math.h"
 #include "solver_core/model/simd_level.h"
 
-// The eight-lane AVX2 engine needs GCC's target pragma and the SSE2 lanes
-// (x86-64 only).
-#if defined(__x86_64__) && defined(__SSE2__) && defined(__GNUC__) && \
-    !defined(__clang__)
-#define POSEWIRE_SPRING_AVX2 1
+#if POSEWIRE_AVX2_KERNELS
 #include <immintrin.h>
-#else
-#define POSEWIRE_SPRING_AVX2 0
 #endif
 
 namespace posewire {
@@ -893,12 +887,11 @@ namespace K = narrow;
 }  // namespace
 }  // namespace posewire
 
-#if POSEWIRE_SPRING_AVX2
+#if POSEWIRE_AVX2_KERNELS
 // The eight-lane engine and collider kernels, compiled for AVX2 (no FMA)
 // from the same sources; used only when ActiveSimdLevel() is kAvx2. Every
 // header is included above, so nothing else picks up the AVX2 target.
-#pragma GCC push_options
-#pragma GCC target("avx2")
+POSEWIRE_AVX2_REGION_BEGIN
 namespace posewire {
 namespace {
 namespace wide {
@@ -911,8 +904,8 @@ namespace K = wide;
 }  // namespace wide
 }  // namespace
 }  // namespace posewire
-#pragma GCC pop_options
-#endif  // POSEWIRE_SPRING_AVX2
+POSEWIRE_AVX2_REGION_END
+#endif  // POSEWIRE_AVX2_KERNELS
 
 namespace posewire {
 namespace {
@@ -1541,7 +1534,7 @@ absl::Status SpringBonesJob::Run() const {
   Solver solver(*this, sc);
   solver.Prepare(initialize, s, r);
   // The width is chosen once per solve; both give the same bits.
-#if POSEWIRE_SPRING_AVX2
+#if POSEWIRE_AVX2_KERNELS
   if (layout.prefer_wide && ActiveSimdLevel() == SimdLevel::kAvx2) {
     wide::Engine engine(*this, layout.wide, sc, sc.wide_lanes);
     solver.Simulate(engine, s, r);

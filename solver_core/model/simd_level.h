@@ -18,12 +18,26 @@
 // Whether this build compiles AVX2 kernels (x86-64 with GCC or Clang), and
 // the attributes that compile one function for AVX2 in a file built for
 // baseline x86-64. Call such a function only when ActiveSimdLevel() is
-// kAvx2.
+// kAvx2. A kernel made of many functions compiled from one source at two
+// widths (the spring-bone lane engine) is instead compiled for AVX2 as a
+// whole, between POSEWIRE_AVX2_REGION_BEGIN and POSEWIRE_AVX2_REGION_END;
+// include every header before the region, so nothing else is compiled
+// for AVX2.
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__SSE2__)
 #define POSEWIRE_AVX2_KERNELS 1
 #define POSEWIRE_AVX2_FUNCTION __attribute__((target("avx2"), noinline))
 #define POSEWIRE_AVX2_INLINE \
   __attribute__((target("avx2"), always_inline)) inline
+#if defined(__clang__)
+#define POSEWIRE_AVX2_REGION_BEGIN                                    \
+  _Pragma("clang attribute push(__attribute__((target(\"avx2\"))), \
+apply_to = function)")
+#define POSEWIRE_AVX2_REGION_END _Pragma("clang attribute pop")
+#else
+#define POSEWIRE_AVX2_REGION_BEGIN \
+  _Pragma("GCC push_options") _Pragma("GCC target(\"avx2\")")
+#define POSEWIRE_AVX2_REGION_END _Pragma("GCC pop_options")
+#endif
 #else
 #define POSEWIRE_AVX2_KERNELS 0
 #endif

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "bench/bench_data.h"
-#include "solver_core/aim_ik.h"
-#include "solver_core/local_to_model.h"
-#include "solver_core/pose.h"
+#include "solver_core/analytic_ik/aim_ik.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/model/pose.h"
 
 namespace posewire {
 namespace {

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "solver_core/additive_job.h"
-#include "solver_core/blending_job.h"
-#include "solver_core/pose.h"
-#include "solver_core/simd_level.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/simd_level.h"
+#include "solver_core/pose_ops/additive_job.h"
+#include "solver_core/pose_ops/blending_job.h"
 
 namespace posewire {
 namespace {

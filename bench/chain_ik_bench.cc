@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "solver_core/ccd_ik.h"
-#include "solver_core/fabrik_ik.h"
-#include "solver_core/joint_limits.h"
-#include "solver_core/pose.h"
+#include "solver_core/chain_ik/ccd_ik.h"
+#include "solver_core/chain_ik/fabrik_ik.h"
+#include "solver_core/chain_ik/joint_limits.h"
+#include "solver_core/model/pose.h"
 
 namespace posewire {
 namespace {

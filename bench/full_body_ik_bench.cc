@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "bench/bench_data.h"
-#include "solver_core/biped_mapping.h"
-#include "solver_core/full_body_biped_ik.h"
-#include "solver_core/full_body_ccd.h"
-#include "solver_core/local_to_model.h"
-#include "solver_core/sampling_job.h"
+#include "solver_core/full_body/biped_mapping.h"
+#include "solver_core/full_body/full_body_biped_ik.h"
+#include "solver_core/full_body/full_body_ccd.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire {
 namespace {

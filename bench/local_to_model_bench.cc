@@ -7,8 +7,8 @@
 #include <benchmark/benchmark.h>
 
 #include "bench/bench_data.h"
-#include "solver_core/local_to_model.h"
-#include "solver_core/pose.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/model/pose.h"
 
 namespace posewire {
 namespace {

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "bench/bench_data.h"
-#include "solver_core/clip.h"
-#include "solver_core/crossfade.h"
-#include "solver_core/pose.h"
-#include "solver_core/sampling_job.h"
+#include "solver_core/model/clip.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/pose_ops/crossfade.h"
+#include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire {
 namespace {

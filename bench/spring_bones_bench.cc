@@ -15,9 +15,9 @@
 #include <string>
 
 #include "bench/spring_scene.h"
-#include "solver_core/dynamics_state.h"
-#include "solver_core/simd_level.h"
-#include "solver_core/spring_bones.h"
+#include "solver_core/dynamics/dynamics_state.h"
+#include "solver_core/dynamics/spring_bones.h"
+#include "solver_core/model/simd_level.h"
 
 namespace posewire {
 namespace {

@@ -8,10 +8,10 @@
 
 #include <vector>
 
-#include "solver_core/dynamics_state.h"
-#include "solver_core/pose.h"
-#include "solver_core/skeleton.h"
-#include "solver_core/spring_bones.h"
+#include "solver_core/dynamics/dynamics_state.h"
+#include "solver_core/dynamics/spring_bones.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire {
 

@@ -33,8 +33,8 @@
 
 #include "absl/strings/numbers.h"
 #include "bench/spring_scene.h"
-#include "solver_core/dynamics_state.h"
-#include "solver_core/spring_bones.h"
+#include "solver_core/dynamics/dynamics_state.h"
+#include "solver_core/dynamics/spring_bones.h"
 
 namespace posewire {
 namespace {

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "bench/bench_data.h"
-#include "solver_core/local_to_model.h"
-#include "solver_core/pose.h"
-#include "solver_core/two_bone_ik.h"
+#include "solver_core/analytic_ik/two_bone_ik.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/model/pose.h"
 
 namespace posewire {
 namespace {

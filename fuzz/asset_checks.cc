@@ -9,9 +9,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "solver_core/pose.h"
-#include "solver_core/sampling_job.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/skeleton.h"
+#include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire::fuzz {
 namespace {

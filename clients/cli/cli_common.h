@@ -12,8 +12,8 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "posewire/v1/operations.pb.h"
-#include "solver_core/clip.h"
 #include "solver_core/io/asset.h"
+#include "solver_core/model/clip.h"
 
 namespace posewire::cli {
 

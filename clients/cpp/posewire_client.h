@@ -19,8 +19,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "posewire/v1/posewire.grpc.pb.h"
-#include "solver_core/clip.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/clip.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire::client {
 

@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "server/wire/wire_convert.h"
-#include "solver_core/local_to_model.h"
-#include "solver_core/pose.h"
-#include "solver_core/sampling_job.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire::load {
 namespace {

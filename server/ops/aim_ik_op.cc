@@ -3,7 +3,7 @@
 #include "server/ops/ik_wire.h"
 #include "server/ops/op_table.h"
 #include "server/wire/wire_convert.h"
-#include "solver_core/aim_ik.h"
+#include "solver_core/analytic_ik/aim_ik.h"
 
 namespace posewire::server {
 namespace {

@@ -6,7 +6,7 @@
 #include "server/ops/op_table.h"
 #include "server/ops/pose_source.h"
 #include "server/wire/wire_convert.h"
-#include "solver_core/blending_job.h"
+#include "solver_core/pose_ops/blending_job.h"
 
 namespace posewire::server {
 namespace {

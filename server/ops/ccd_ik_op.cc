@@ -5,7 +5,7 @@
 #include "server/ops/ik_wire.h"
 #include "server/ops/op_table.h"
 #include "server/wire/wire_convert.h"
-#include "solver_core/ccd_ik.h"
+#include "solver_core/chain_ik/ccd_ik.h"
 
 namespace posewire::server {
 namespace {

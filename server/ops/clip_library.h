@@ -16,8 +16,8 @@
 #include "absl/types/span.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "posewire/v1/types.pb.h"
-#include "solver_core/clip.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/clip.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire::server {
 

@@ -7,7 +7,7 @@
 #include "server/ops/op_table.h"
 #include "server/ops/pose_source.h"
 #include "server/wire/wire_convert.h"
-#include "solver_core/crossfade.h"
+#include "solver_core/pose_ops/crossfade.h"
 
 namespace posewire::server {
 namespace {

@@ -6,7 +6,7 @@
 #include "server/ops/ik_wire.h"
 #include "server/ops/op_table.h"
 #include "server/wire/wire_convert.h"
-#include "solver_core/fabrik_ik.h"
+#include "solver_core/chain_ik/fabrik_ik.h"
 
 namespace posewire::server {
 namespace {

@@ -9,8 +9,8 @@
 #include "server/ops/ik_wire.h"
 #include "server/ops/op_table.h"
 #include "server/wire/wire_convert.h"
-#include "solver_core/biped_mapping.h"
-#include "solver_core/full_body_biped_ik.h"
+#include "solver_core/full_body/biped_mapping.h"
+#include "solver_core/full_body/full_body_biped_ik.h"
 
 namespace posewire::server {
 namespace {

@@ -7,7 +7,7 @@
 #include "server/ops/ik_wire.h"
 #include "server/ops/op_table.h"
 #include "server/wire/wire_convert.h"
-#include "solver_core/full_body_ccd.h"
+#include "solver_core/full_body/full_body_ccd.h"
 
 namespace posewire::server {
 namespace {

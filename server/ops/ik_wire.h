@@ -13,8 +13,8 @@
 #include "posewire/v1/operations.pb.h"
 #include "server/ops/op.h"
 #include "server/wire/wire_convert.h"
-#include "solver_core/ik_chain.h"
-#include "solver_core/joint_limits.h"
+#include "solver_core/chain_ik/ik_chain.h"
+#include "solver_core/chain_ik/joint_limits.h"
 
 namespace posewire::server {
 

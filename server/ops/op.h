@@ -24,11 +24,11 @@
 #include "posewire/v1/operations.pb.h"
 #include "posewire/v1/posewire.pb.h"
 #include "server/ops/clip_library.h"
-#include "solver_core/crossfade.h"
-#include "solver_core/dynamics_state.h"
-#include "solver_core/pose.h"
-#include "solver_core/skeleton.h"
-#include "solver_core/transform.h"
+#include "solver_core/pose_ops/crossfade.h"
+#include "solver_core/dynamics/dynamics_state.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/skeleton.h"
+#include "solver_core/model/transform.h"
 
 namespace posewire::server {
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/ops/op_table.h"
 #include "server/wire/wire_convert.h"
-#include "solver_core/quaternion_math.h"
+#include "solver_core/model/pose.h"
 
 namespace posewire::server {
 

@@ -11,7 +11,7 @@
 #include "absl/types/span.h"
 #include "posewire/v1/operations.pb.h"
 #include "server/ops/op.h"
-#include "solver_core/sampling_job.h"
+#include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire::server {
 

@@ -10,8 +10,8 @@
 #include "server/ops/ik_wire.h"
 #include "server/ops/op_table.h"
 #include "server/wire/wire_convert.h"
-#include "solver_core/dynamics_state.h"
-#include "solver_core/spring_bones.h"
+#include "solver_core/dynamics/dynamics_state.h"
+#include "solver_core/dynamics/spring_bones.h"
 
 namespace posewire::server {
 namespace {

@@ -7,7 +7,7 @@
 #include "server/ops/op_table.h"
 #include "server/wire/field_name.h"
 #include "server/wire/wire_convert.h"
-#include "solver_core/two_bone_ik.h"
+#include "solver_core/analytic_ik/two_bone_ik.h"
 
 namespace posewire::server {
 namespace {

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/ops/op_table.h"
 #include "server/wire/wire_convert.h"
-#include "solver_core/local_to_model.h"
+#include "solver_core/model/local_to_model.h"
 
 namespace posewire::server {
 namespace {

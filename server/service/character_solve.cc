@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/wire/field_name.h"
 #include "server/wire/wire_convert.h"
-#include "solver_core/local_to_model.h"
+#include "solver_core/model/local_to_model.h"
 
 namespace posewire::server {
 

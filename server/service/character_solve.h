@@ -14,8 +14,8 @@
 #include "server/ops/op.h"
 #include "server/ops/op_timings.h"
 #include "server/ops/plan.h"
-#include "solver_core/pose.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire::server {
 

@@ -18,7 +18,7 @@
 #include "google/protobuf/repeated_ptr_field.h"
 #include "posewire/v1/operations.pb.h"
 #include "server/ops/plan.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire::server {
 

@@ -17,7 +17,7 @@
 #include "server/ops/plan.h"
 #include "server/service/character_solve.h"
 #include "server/service/server_config.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire::server {
 

@@ -13,7 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "server/service/plan_cache.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire::server {
 

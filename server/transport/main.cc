@@ -21,7 +21,7 @@
 #include "absl/time/time.h"
 #include "server/transport/server.h"
 #include "server/transport/version.h"
-#include "solver_core/simd_level.h"
+#include "solver_core/model/simd_level.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",

@@ -10,7 +10,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "solver_core/quaternion_math.h"
+#include "solver_core/model/pose.h"
 
 namespace posewire::server {
 namespace {

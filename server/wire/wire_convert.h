@@ -12,12 +12,12 @@
 #include "absl/strings/string_view.h"
 #include "posewire/v1/operations.pb.h"
 #include "posewire/v1/types.pb.h"
-#include "solver_core/clip.h"
-#include "solver_core/crossfade.h"
-#include "solver_core/pose.h"
-#include "solver_core/sampling_job.h"
-#include "solver_core/skeleton.h"
-#include "solver_core/transform.h"
+#include "solver_core/model/clip.h"
+#include "solver_core/pose_ops/crossfade.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/pose_ops/sampling_job.h"
+#include "solver_core/model/skeleton.h"
+#include "solver_core/model/transform.h"
 
 namespace posewire::server {
 

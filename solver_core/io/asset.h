@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "solver_core/clip.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/clip.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire {
 

@@ -20,9 +20,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/types/span.h"
-#include "solver_core/clip.h"
-#include "solver_core/deterministic_math.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/clip.h"
+#include "solver_core/model/deterministic_math.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire {
 namespace {

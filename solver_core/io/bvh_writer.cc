@@ -13,7 +13,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "solver_core/deterministic_math.h"
+#include "solver_core/model/deterministic_math.h"
 
 namespace posewire {
 namespace {

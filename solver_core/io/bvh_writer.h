@@ -50,8 +50,8 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "solver_core/io/asset.h"
-#include "solver_core/pose.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire {
 

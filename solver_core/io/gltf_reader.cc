@@ -31,9 +31,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "solver_core/clip.h"
-#include "solver_core/skeleton.h"
-#include "solver_core/transform.h"
+#include "solver_core/model/clip.h"
+#include "solver_core/model/skeleton.h"
+#include "solver_core/model/transform.h"
 
 namespace posewire {
 namespace {

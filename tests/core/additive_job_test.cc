@@ -4,7 +4,7 @@
 // scales multiply), checked with Eigen's own quaternion algebra in the test;
 // partial and negative weights, masks, blend root and validation.
 
-#include "solver_core/additive_job.h"
+#include "solver_core/pose_ops/additive_job.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,8 +14,8 @@
 #include <limits>
 #include <vector>
 
-#include "solver_core/pose.h"
-#include "solver_core/sampling_job.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/pose_ops/sampling_job.h"
 #include "tests/core/pose_ops_test_util.h"
 
 namespace posewire {

@@ -3,7 +3,7 @@
 // kinematics computed here in double precision with 4x4 matrices: the
 // forward ray through the target, the up axis in the pole's plane, the cone
 // angle measured directly, rotations built with Eigen::AngleAxisd.
-#include "solver_core/aim_ik.h"
+#include "solver_core/analytic_ik/aim_ik.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "solver_core/clamp_direction.h"
-#include "solver_core/local_to_model.h"
-#include "solver_core/pose.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/analytic_ik/clamp_direction.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire {
 namespace {

@@ -2,7 +2,7 @@
 // checked against what the files say), FinalIK's root node and spine rules,
 // the straight-limb default checked against geometry computed here (the
 // toes say where forward is), and every validation error.
-#include "solver_core/biped_mapping.h"
+#include "solver_core/full_body/biped_mapping.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "solver_core/io/bvh_reader.h"
 #include "solver_core/io/gltf_reader.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire {
 namespace {

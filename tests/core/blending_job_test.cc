@@ -4,7 +4,7 @@
 // form, the seed's two-pose Blend(a, b, t, root) written out here, and
 // bit-for-bit identity where the header promises it.
 
-#include "solver_core/blending_job.h"
+#include "solver_core/pose_ops/blending_job.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "solver_core/pose.h"
-#include "solver_core/quaternion_math.h"
-#include "solver_core/simd_level.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/quaternion_math.h"
+#include "solver_core/model/simd_level.h"
 #include "tests/core/pose_ops_test_util.h"
 
 namespace posewire {

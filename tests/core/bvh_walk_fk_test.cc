@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "solver_core/clip.h"
 #include "solver_core/io/bvh_reader.h"
-#include "solver_core/local_to_model.h"
-#include "solver_core/pose.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/clip.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire {
 namespace {

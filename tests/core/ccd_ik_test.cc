@@ -6,7 +6,7 @@
 // they claim, degenerate geometry answered with finite documented results,
 // invalid input rejected, and determinism.
 
-#include "solver_core/ccd_ik.h"
+#include "solver_core/chain_ik/ccd_ik.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@
 #include <random>
 #include <vector>
 
-#include "solver_core/pose.h"
+#include "solver_core/model/pose.h"
 #include "tests/core/chain_ik_test_util.h"
 
 namespace posewire {

@@ -19,10 +19,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "solver_core/ik_chain.h"
-#include "solver_core/pose.h"
-#include "solver_core/skeleton.h"
-#include "solver_core/transform.h"
+#include "solver_core/chain_ik/ik_chain.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/skeleton.h"
+#include "solver_core/model/transform.h"
 
 namespace posewire::testing_util {
 

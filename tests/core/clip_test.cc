@@ -2,7 +2,7 @@
 // every error path with a message naming the clip, the joint (index and
 // name) and the track.
 
-#include "solver_core/clip.h"
+#include "solver_core/model/clip.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "solver_core/pose.h"
-#include "solver_core/skeleton.h"
-#include "solver_core/transform.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/skeleton.h"
+#include "solver_core/model/transform.h"
 
 namespace posewire {
 namespace {

@@ -5,7 +5,7 @@
 // real mocap, that a fade reaches its target and moves no joint further per
 // frame than the two clips and the changing weight account for.
 
-#include "solver_core/crossfade.h"
+#include "solver_core/pose_ops/crossfade.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "solver_core/io/bvh_reader.h"
-#include "solver_core/pose.h"
-#include "solver_core/sampling_job.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/pose_ops/sampling_job.h"
 #include "tests/core/pose_ops_test_util.h"
 
 namespace posewire {

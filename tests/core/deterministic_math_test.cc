@@ -2,7 +2,7 @@
 // (glibc's x87 implementations, far more precise than a float and with an
 // exact argument reduction) over dense sweeps, their special values, and
 // quaternion_math.h's QuaternionFromAngleAxis and Slerp against Eigen's.
-#include "solver_core/deterministic_math.h"
+#include "solver_core/model/deterministic_math.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <limits>
 #include <vector>
 
-#include "solver_core/quaternion_math.h"
+#include "solver_core/model/quaternion_math.h"
 
 namespace posewire {
 namespace {

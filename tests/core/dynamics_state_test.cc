@@ -1,7 +1,7 @@
 // DynamicsState's wire form (issue 6, item 5): round trips bit for bit, a
 // parsed state continues a simulation exactly as the original would, and
 // garbage of every kind is INVALID_ARGUMENT, never a crash.
-#include "solver_core/dynamics_state.h"
+#include "solver_core/dynamics/dynamics_state.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,10 +13,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "solver_core/pose.h"
-#include "solver_core/simd_level.h"
-#include "solver_core/skeleton.h"
-#include "solver_core/spring_bones.h"
+#include "solver_core/dynamics/spring_bones.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/simd_level.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire {
 namespace {

@@ -6,7 +6,7 @@
 // fingers, a spine with two arms, the pull-weighted centroid), weight 0 bit
 // for bit, degenerate geometry, invalid input and determinism.
 
-#include "solver_core/fabrik_ik.h"
+#include "solver_core/chain_ik/fabrik_ik.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@
 #include <random>
 #include <vector>
 
-#include "solver_core/pose.h"
+#include "solver_core/model/pose.h"
 #include "tests/core/chain_ik_test_util.h"
 
 namespace posewire {

@@ -4,7 +4,7 @@
 // and compares with geometry derived independently: targets come from other
 // frames of the same clip, bend planes are measured from joint positions,
 // bone lengths from joint-to-parent distances.
-#include "solver_core/full_body_biped_ik.h"
+#include "solver_core/full_body/full_body_biped_ik.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -22,11 +22,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "solver_core/biped_mapping.h"
+#include "solver_core/full_body/biped_mapping.h"
 #include "solver_core/io/bvh_reader.h"
 #include "solver_core/io/gltf_reader.h"
-#include "solver_core/sampling_job.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/skeleton.h"
+#include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire {
 namespace {

@@ -2,7 +2,7 @@
 // computed here in double precision with 4x4 matrices; the least-squares
 // rotation is checked against a brute-force search and against point sets
 // rotated by a known rotation.
-#include "solver_core/full_body_ccd.h"
+#include "solver_core/full_body/full_body_ccd.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "solver_core/chain_ik/joint_limits.h"
 #include "solver_core/io/bvh_reader.h"
-#include "solver_core/joint_limits.h"
-#include "solver_core/sampling_job.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/skeleton.h"
+#include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire {
 namespace {

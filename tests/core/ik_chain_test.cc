@@ -4,7 +4,7 @@
 // positions back to rotations (the corrected WorldToIKChain of seed 000):
 // positions reproduced, twist about each bone preserved.
 
-#include "solver_core/ik_chain.h"
+#include "solver_core/chain_ik/ik_chain.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "solver_core/io/bvh_reader.h"
-#include "solver_core/pose.h"
+#include "solver_core/model/pose.h"
 #include "tests/core/chain_ik_test_util.h"
 
 namespace posewire {

@@ -5,7 +5,7 @@
 // property sweep: whatever goes in, what comes out satisfies the limit by an
 // independent check and is a fixed point of the limit.
 
-#include "solver_core/joint_limits.h"
+#include "solver_core/chain_ik/joint_limits.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -5,7 +5,7 @@
 // CCD and FABRIK reaching the hand and foot positions of every 10th frame of
 // the CMU clips from the rest pose, with and without learnt limits.
 
-#include "solver_core/learned_limits.h"
+#include "solver_core/chain_ik/learned_limits.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "solver_core/ccd_ik.h"
-#include "solver_core/fabrik_ik.h"
+#include "solver_core/chain_ik/ccd_ik.h"
+#include "solver_core/chain_ik/fabrik_ik.h"
 #include "solver_core/io/bvh_reader.h"
-#include "solver_core/pose.h"
+#include "solver_core/model/pose.h"
 #include "tests/core/chain_ik_test_util.h"
 
 namespace posewire {

@@ -3,7 +3,7 @@
 // hand-built hierarchies with known joint positions, partial updates compared
 // bit for bit with full recomputes, round trips and determinism.
 
-#include "solver_core/local_to_model.h"
+#include "solver_core/model/local_to_model.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -23,10 +23,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
-#include "solver_core/pose.h"
-#include "solver_core/simd_level.h"
-#include "solver_core/skeleton.h"
-#include "solver_core/transform.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/simd_level.h"
+#include "solver_core/model/skeleton.h"
+#include "solver_core/model/transform.h"
 
 namespace posewire {
 namespace {

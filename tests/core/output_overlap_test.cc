@@ -12,19 +12,19 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "solver_core/additive_job.h"
-#include "solver_core/aim_ik.h"
-#include "solver_core/biped_mapping.h"
-#include "solver_core/blending_job.h"
-#include "solver_core/ccd_ik.h"
-#include "solver_core/fabrik_ik.h"
-#include "solver_core/full_body_biped_ik.h"
-#include "solver_core/full_body_ccd.h"
+#include "solver_core/analytic_ik/aim_ik.h"
+#include "solver_core/analytic_ik/two_bone_ik.h"
+#include "solver_core/chain_ik/ccd_ik.h"
+#include "solver_core/chain_ik/fabrik_ik.h"
+#include "solver_core/dynamics/spring_bones.h"
+#include "solver_core/full_body/biped_mapping.h"
+#include "solver_core/full_body/full_body_biped_ik.h"
+#include "solver_core/full_body/full_body_ccd.h"
 #include "solver_core/io/bvh_reader.h"
-#include "solver_core/local_to_model.h"
-#include "solver_core/pose.h"
-#include "solver_core/spring_bones.h"
-#include "solver_core/two_bone_ik.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/pose_ops/additive_job.h"
+#include "solver_core/pose_ops/blending_job.h"
 
 namespace posewire {
 namespace {

@@ -5,7 +5,7 @@
 // clamping; the cursor as a pure hint; validation; and the CMU walk clip
 // sampled at its frame times against the BVH text parsed independently here.
 
-#include "solver_core/sampling_job.h"
+#include "solver_core/pose_ops/sampling_job.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "solver_core/clip.h"
 #include "solver_core/io/bvh_reader.h"
-#include "solver_core/pose.h"
+#include "solver_core/model/clip.h"
+#include "solver_core/model/pose.h"
 #include "tests/core/pose_ops_test_util.h"
 
 namespace posewire {

@@ -1,4 +1,4 @@
-#include "solver_core/simd_level.h"
+#include "solver_core/model/simd_level.h"
 
 #include <gtest/gtest.h>
 

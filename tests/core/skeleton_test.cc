@@ -3,7 +3,7 @@
 // status code and a message naming the field and the joint; the O(1) subtree
 // queries checked exhaustively against brute-force ancestor walks.
 
-#include "solver_core/skeleton.h"
+#include "solver_core/model/skeleton.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,8 +21,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "solver_core/pose.h"
-#include "solver_core/transform.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/transform.h"
 
 namespace posewire {
 namespace {

@@ -3,7 +3,7 @@
 // kinematics with Eigen::Affine3f, point-to-shape distances written out per
 // shape, the physics of a hanging chain, a reference run without the event
 // under test.
-#include "solver_core/spring_bones.h"
+#include "solver_core/dynamics/spring_bones.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,13 +20,16 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "solver_core/clip.h"
-#include "solver_core/dynamics_state.h"
+#include "solver_core/dynamics/dynamics_state.h"
+// Internal: LaneQueriesMatchOnePointQueriesBitForBit tests the lane kernels
+// the solver is built on, which no caller of the library sees.
+#include "solver_core/dynamics/internal/spring_collider_lanes.h"
+#include "solver_core/dynamics/spring_colliders.h"
 #include "solver_core/io/bvh_reader.h"
-#include "solver_core/pose.h"
-#include "solver_core/simd_level.h"
-#include "solver_core/skeleton.h"
-#include "solver_core/spring_colliders.h"
+#include "solver_core/model/clip.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/simd_level.h"
+#include "solver_core/model/skeleton.h"
 #include "tests/core/hanging_chain.h"
 
 namespace posewire {
@@ -675,10 +678,11 @@ TEST(SpringColliders, AllColliderQueriesMatchOneByOneQueries) {
   EXPECT_GT(overlapping, 0);
 }
 
-// The four-lane kernels give each lane the bits the one-point kernels give
-// (the solver relies on it for bit-identical results): a grid of points
-// around every shape, including points inside the box and on a keep-inside
-// sphere, four at a time with a different bone radius per lane.
+// Internal (dynamics/internal/spring_collider_lanes.h): the four-lane
+// kernels give each lane the bits the one-point kernels give (the solver
+// relies on it for bit-identical results): a grid of points around every
+// shape, including points inside the box and on a keep-inside sphere, four
+// at a time with a different bone radius per lane.
 TEST(SpringColliders, LaneQueriesMatchOnePointQueriesBitForBit) {
   std::vector<PlacedCollider> placed;
   for (const ColliderCase& c : ColliderCases()) {

@@ -2,7 +2,7 @@
 // own affine-matrix algebra (Eigen::Affine3f built from translation, rotation
 // and scaling in the test), never against Transform's own output.
 
-#include "solver_core/transform.h"
+#include "solver_core/model/transform.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

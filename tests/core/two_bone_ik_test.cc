@@ -6,7 +6,7 @@
 // scale, negative mid axis, aligned joints, zero-length start-to-target,
 // all-zero chain) are here as properties, plus degenerate geometry, input
 // validation, determinism and a solve-rate test on the CMU walk.
-#include "solver_core/two_bone_ik.h"
+#include "solver_core/analytic_ik/two_bone_ik.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -25,9 +25,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/io/bvh_reader.h"
-#include "solver_core/local_to_model.h"
-#include "solver_core/pose.h"
-#include "solver_core/skeleton.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/skeleton.h"
 
 namespace posewire {
 namespace {

@@ -20,7 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "solver_core/clip.h"
+#include "solver_core/model/clip.h"
 
 namespace posewire {
 namespace {

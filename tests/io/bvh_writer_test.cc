@@ -21,8 +21,8 @@
 #include "absl/strings/strip.h"
 #include "solver_core/io/bvh_reader.h"
 #include "solver_core/io/gltf_reader.h"
-#include "solver_core/pose.h"
-#include "solver_core/sampling_job.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire {
 namespace {

@@ -28,8 +28,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "solver_core/clip.h"
 #include "solver_core/io/asset_reader.h"
+#include "solver_core/model/clip.h"
 
 namespace posewire {
 namespace {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The layer check passes on this tree, and fails (naming the file and the
 # rule) on a tree with an include that goes up a layer, an internal header
-# used from another family, a framework the core must not see, and a cycle.
+# used outside its library, a framework the core must not see, and a cycle.
 set -euo pipefail
 check=$1
 root=$2
@@ -14,7 +14,7 @@ mkdir -p "$bad"/server/{wire,service} "$bad"/solver_core/{model,dynamics/interna
 echo '#include "server/service/solve.h"' > "$bad/server/wire/up.h"
 echo '' > "$bad/server/service/solve.h"
 echo '' > "$bad/solver_core/dynamics/internal/lanes.h"
-echo '#include "solver_core/dynamics/internal/lanes.h"' > "$bad/solver_core/model/uses_lanes.h"
+echo '#include "solver_core/dynamics/internal/lanes.h"' > "$bad/server/wire/uses_lanes.h"
 echo '#include <grpcpp/grpcpp.h>' > "$bad/solver_core/model/grpc.h"
 echo '#include "solver_core/model/b.h"' > "$bad/solver_core/model/a.h"
 echo '#include "solver_core/model/a.h"' > "$bad/solver_core/model/b.h"
@@ -26,7 +26,7 @@ fi
 echo "$out"
 for expected in \
     'server/wire/up.h:1: server/wire/ may not include "server/service/solve.h"' \
-    'solver_core/model/uses_lanes.h:1: "solver_core/dynamics/internal/lanes.h" is internal to solver_core/dynamics/' \
+    'server/wire/uses_lanes.h:1: "solver_core/dynamics/internal/lanes.h" is internal to solver_core/' \
     'solver_core/model/grpc.h:1: solver_core/ must not include <grpcpp/grpcpp.h>' \
     'include cycle: solver_core/model/a.h -> solver_core/model/b.h -> solver_core/model/a.h'; do
   if ! grep -qF "$expected" <<<"$out"; then

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "solver_core/biped_mapping.h"
-#include "solver_core/ccd_ik.h"
-#include "solver_core/fabrik_ik.h"
-#include "solver_core/full_body_ccd.h"
-#include "solver_core/local_to_model.h"
-#include "solver_core/sampling_job.h"
-#include "solver_core/two_bone_ik.h"
+#include "solver_core/full_body/biped_mapping.h"
+#include "solver_core/chain_ik/ccd_ik.h"
+#include "solver_core/chain_ik/fabrik_ik.h"
+#include "solver_core/full_body/full_body_ccd.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/pose_ops/sampling_job.h"
+#include "solver_core/analytic_ik/two_bone_ik.h"
 #include "tests/service/service_fixture.h"
 
 namespace posewire::server {

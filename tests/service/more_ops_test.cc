@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "solver_core/additive_job.h"
-#include "solver_core/aim_ik.h"
-#include "solver_core/fabrik_ik.h"
-#include "solver_core/local_to_model.h"
-#include "solver_core/sampling_job.h"
+#include "solver_core/analytic_ik/aim_ik.h"
+#include "solver_core/chain_ik/fabrik_ik.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/pose_ops/additive_job.h"
+#include "solver_core/pose_ops/sampling_job.h"
 #include "tests/service/service_fixture.h"
 
 namespace posewire::server {

@@ -16,8 +16,8 @@
 #include "server/transport/server.h"
 #include "server/wire/wire_convert.h"
 #include "solver_core/io/bvh_reader.h"
-#include "solver_core/local_to_model.h"
-#include "solver_core/sampling_job.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire::server {
 

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "solver_core/crossfade.h"
+#include "solver_core/pose_ops/crossfade.h"
 #include "tests/service/service_fixture.h"
 
 namespace posewire::server {

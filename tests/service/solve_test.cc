@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "solver_core/blending_job.h"
-#include "solver_core/crossfade.h"
-#include "solver_core/local_to_model.h"
-#include "solver_core/sampling_job.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/pose_ops/blending_job.h"
+#include "solver_core/pose_ops/crossfade.h"
+#include "solver_core/pose_ops/sampling_job.h"
 #include "tests/service/service_fixture.h"
 
 namespace posewire::server {

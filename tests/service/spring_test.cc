@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "solver_core/dynamics_state.h"
-#include "solver_core/spring_bones.h"
+#include "solver_core/dynamics/dynamics_state.h"
+#include "solver_core/dynamics/spring_bones.h"
 #include "tests/service/service_fixture.h"
 
 namespace posewire::server {

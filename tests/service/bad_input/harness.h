@@ -26,7 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_replace.h"
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "solver_core/crossfade.h"
+#include "solver_core/pose_ops/crossfade.h"
 #include "tests/service/service_fixture.h"
 
 namespace posewire::server::bad_input {

@@ -1,0 +1,143 @@
+// Two-bone analytic IK: turns the start and mid joints of a limb (shoulder and
+// elbow, hip and knee) so the end joint (wrist, ankle) reaches a model-space
+// target, in one closed-form step.
+//
+// Algorithm: the law of cosines gives the distance the mid joint must open or
+// close the limb to (seed 002: FinalIK's trigonometric solve,
+// GetDirToBendPoint); the mid joint turns about its hinge axis to get there,
+// then the start joint swings the limb onto the start-to-target line and
+// rolls it about that line until the mid joint points at the pole. Behaviour
+// follows ozz-animation's IKTwoBoneJob (mid_axis, pole_vector, soften,
+// twist_angle, weight), with these additions and differences:
+// - Mid joint: the hinge equation is solved exactly for any mid_axis, so the
+//   target is reached even when the axis is not perpendicular to the limb's
+//   plane (ozz's solve is exact only for a perpendicular axis).
+// - Pole: the mid joint is placed in the plane of start, target and pole, on
+//   the pole's side (as ozz). With a straight limb there is no mid joint
+//   offset to align, so the limb's plane is taken as the one perpendicular to
+//   mid_axis, which keeps the roll continuous as the limb straightens.
+//   `bend_goal` (FinalIK's bend goal) is a model-space point instead: the pole
+//   is the direction from the start joint to it.
+// - Soften (ozz's meaning): once the start-to-target distance passes
+//   soften * chain length, the reach eases toward full extension as
+//   da + ds * (1 - 3^4 / (alpha + 3)^4), alpha = (d - da) / ds, da = soften *
+//   L, ds = L - da, so the limb never snaps straight; soften = 1 disables it.
+// - Stretch (optional): when the target is beyond the (softened) reach, the
+//   bones lengthen by up to `max_stretch` times. The translations of the
+//   joints below the start joint on the chain (mid, end and any joint between
+//   them) are then scaled, so bone lengths are no longer preserved.
+// - Weight: each changed rotation is slerped from its input value; weight 0
+//   returns the input pose bit for bit.
+// - End rotation (optional): a model-space rotation for the end joint, blended
+//   in with weight * end_rotation_weight.
+//
+// Chain: mid_joint must be a descendant of start_joint and end_joint a
+// descendant of mid_joint. Joints in between (twist bones) are allowed and
+// keep their local transforms; only start's and mid's rotations change (and
+// end's with an end rotation target).
+//
+// Degenerate input has a defined result (see the tests): a target on the start
+// joint folds the limb as far as the bone lengths allow and leaves the start
+// joint's rotation alone; a zero-length bone, a zero scale or an all-zero
+// chain leaves the rotations the solve cannot define unchanged; a target
+// straight behind a straight limb swings the limb a half turn about an axis
+// chosen deterministically (then rolled to the pole).
+#ifndef POSEWIRE_SOLVER_CORE_ANALYTIC_IK_TWO_BONE_IK_H_
+#define POSEWIRE_SOLVER_CORE_ANALYTIC_IK_TWO_BONE_IK_H_
+
+#include <Eigen/Geometry>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "solver_core/model/skeleton.h"
+#include "solver_core/model/transform.h"
+
+namespace posewire {
+
+struct TwoBoneIkResult {
+  // The end joint lies within reach_tolerance * chain length of the target.
+  bool reached = false;
+  // Distance from the end joint to the target after the solve, in model units.
+  float error = 0.0f;
+  // 1 for a solve (analytic: one step), 0 when weight 0 skipped it.
+  int iterations = 0;
+  // Factor applied to the bone lengths (1 unless stretch is enabled).
+  float stretch = 1.0f;
+};
+
+struct TwoBoneIkJob {
+  // Inputs.
+  const Skeleton* skeleton = nullptr;
+  // The current local pose, one transform per joint.
+  absl::Span<const Transform> local = {};
+  // The model-space pose of `local` (as LocalToModelJob computes it with
+  // `root`), one transform per joint. Only the entry of start_joint's parent
+  // is read: the chain's own model transforms are recomputed from `local`, so
+  // they always match it.
+  absl::Span<const Transform> model = {};
+  // The skeleton's root space, as in LocalToModelJob; read only when
+  // start_joint is a root.
+  Transform root = Transform::Identity();
+
+  int start_joint = -1;
+  int mid_joint = -1;
+  int end_joint = -1;
+
+  // Targets, in model space.
+  Eigen::Vector3f target = Eigen::Vector3f::Zero();
+  // Direction the mid joint should point to, seen from the start-to-target
+  // line. Zero, or parallel to that line: no roll alignment.
+  Eigen::Vector3f pole_vector = Eigen::Vector3f::UnitY();
+  // When set, replaces pole_vector by (bend_goal - start joint position).
+  std::optional<Eigen::Vector3f> bend_goal = std::nullopt;
+  // When set, the end joint's model-space rotation is blended toward it.
+  std::optional<Eigen::Quaternionf> end_rotation = std::nullopt;
+
+  // Parameters.
+  // The mid joint's hinge axis, in the mid joint's space (need not be unit,
+  // must not be zero). A positive rotation about it opens the limb, which
+  // decides which way the limb bends; negate it to bend the other way.
+  Eigen::Vector3f mid_axis = Eigen::Vector3f::UnitZ();
+  // Roll of the whole limb about the start-to-target line, radians, applied
+  // after the pole alignment.
+  float twist_angle = 0.0f;
+  // In [0, 1]; 1 = no softening. See the file comment.
+  float soften = 1.0f;
+  // Blend from the input pose (0) to the solved pose (1). Finite; values
+  // outside [0, 1] are clamped to it (as ozz does).
+  float weight = 1.0f;
+  // Blend toward end_rotation, multiplied by `weight`. Finite; clamped to
+  // [0, 1].
+  float end_rotation_weight = 1.0f;
+  // Let the bones lengthen, up to max_stretch (>= 1) times their length.
+  bool stretch = false;
+  float max_stretch = 1.0f;
+  // `reached` tolerance as a fraction of the chain length (>= 0).
+  float reach_tolerance = 1e-4f;
+
+  // Outputs.
+  // The corrected local pose, one transform per joint: a copy of `local` with
+  // the chain's rotations (and, when stretching, translations) replaced. May
+  // be the same memory as `local` (solving in place skips the copy), but must
+  // not otherwise overlap it.
+  absl::Span<Transform> output = {};
+  // Optional.
+  TwoBoneIkResult* result = nullptr;
+
+  // Checks the skeleton, sizes, the chain (indices in range, each joint a
+  // descendant of the previous), that every input the solve reads is finite
+  // (target, pole, bend goal, mid axis non-zero, angles, weights), soften in
+  // [0, 1], max_stretch >= 1, a unit end rotation, and the transforms the
+  // solve reads: the chain's local transforms and the model transform of
+  // start_joint's parent (or `root`). Other joints are copied, not read, and
+  // not checked. Errors name the field and the joint, e.g.
+  // "two_bone_ik.target: NaN or infinite component".
+  absl::Status Validate() const;
+  // Validates, then solves.
+  absl::Status Run() const;
+};
+
+}  // namespace posewire
+
+#endif  // POSEWIRE_SOLVER_CORE_ANALYTIC_IK_TWO_BONE_IK_H_

@@ -1,0 +1,390 @@
+#include "solver_core/chain_ik/ik_chain.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/base/optimization.h"
+#include "absl/strings/str_cat.h"
+#include "solver_core/model/internal/sse_helpers.h"
+#include "solver_core/model/quaternion_math.h"
+
+namespace posewire {
+namespace {
+
+std::string JointLabel(const Skeleton& skeleton, int joint) {
+  return absl::StrCat("joint ", joint, " '", skeleton.joint_name(joint), "'");
+}
+
+Eigen::Quaternionf Normalized(const Eigen::Quaternionf& q) {
+  return Eigen::Quaternionf(q.coeffs() * (1.0f / q.coeffs().norm()));
+}
+
+// *to = from, as three 16-byte rows (padding included) where the layout
+// allows: three loads and stores instead of Eigen's member-wise copy.
+inline void CopyTransform(const Transform& from, Transform* to) {
+#if defined(__SSE2__)
+  if constexpr (transform_internal::kRowLayout) {
+    const float* f = reinterpret_cast<const float*>(&from);
+    float* t = reinterpret_cast<float*>(to);
+    _mm_storeu_ps(t, _mm_loadu_ps(f));
+    _mm_storeu_ps(t + 4, _mm_loadu_ps(f + 4));
+    _mm_storeu_ps(t + 8, _mm_loadu_ps(f + 8));
+    return;
+  }
+#endif
+  *to = from;
+}
+
+}  // namespace
+
+#if defined(__SSE2__)
+namespace {
+
+// transform_internal::Multiply(p, q) on quaternion rows, bit for bit. (The
+// terms are MultiplyRows', but its w lane sums a + (-b + -c) where Multiply
+// computes a - (b + c); the two differ in the sign of an exactly zero w. Here
+// the w lane of the second half is summed unnegated and negated after.)
+__m128 MultiplyRowsAsScalar(__m128 p, __m128 q) {
+  const __m128 px = simd::Splat<0>(p);
+  const __m128 py = simd::Splat<1>(p);
+  const __m128 pz = simd::Splat<2>(p);
+  const __m128 pw = simd::Splat<3>(p);
+  // Lanes x, y, z, w: (w, -z, y, -x), (z, w, -x, y), (-y, x, w, z).
+  const __m128 qb = _mm_xor_ps(_mm_shuffle_ps(q, q, _MM_SHUFFLE(0, 1, 2, 3)),
+                               _mm_set_ps(-0.0f, 0.0f, -0.0f, 0.0f));
+  const __m128 qc = _mm_xor_ps(_mm_shuffle_ps(q, q, _MM_SHUFFLE(1, 0, 3, 2)),
+                               _mm_set_ps(0.0f, -0.0f, 0.0f, 0.0f));
+  const __m128 qd = _mm_xor_ps(_mm_shuffle_ps(q, q, _MM_SHUFFLE(2, 3, 0, 1)),
+                               _mm_set_ps(0.0f, 0.0f, 0.0f, -0.0f));
+  const __m128 first = _mm_add_ps(_mm_mul_ps(pw, q), _mm_mul_ps(px, qb));
+  const __m128 second = _mm_add_ps(_mm_mul_ps(py, qc), _mm_mul_ps(pz, qd));
+  return _mm_add_ps(first,
+                    _mm_xor_ps(second, _mm_set_ps(-0.0f, 0.0f, 0.0f, 0.0f)));
+}
+
+// HalfwayRotation of two 3-vector rows (lane 3 zero) as a quaternion row
+// (x, y, z, w). The everyday branch is computed here with the same operations
+// (Dot3 sums in Eigen's order, CrossRows is Eigen's cross); every other
+// magnitude, and antiparallel vectors, go to HalfwayRotation itself, so the
+// bits are HalfwayRotation's in every case.
+__m128 HalfwayRotationRow(__m128 from, __m128 to) {
+  const float ff = _mm_cvtss_f32(simd::Dot3(from, from));
+  const float tt = _mm_cvtss_f32(simd::Dot3(to, to));
+  const float ft = ff * tt;
+  if (ABSL_PREDICT_TRUE(ff > 1e-40f && tt > 1e-40f && ft > 1e-30f &&
+                        ft < 1e30f)) {
+    const float m = std::sqrt(ft);
+    const float d = _mm_cvtss_f32(simd::Dot3(from, to));
+    if (ABSL_PREDICT_TRUE(!(d < (-1.0f + 1e-6f) * m))) {
+      const __m128 lane_w = _mm_castsi128_ps(_mm_setr_epi32(0, 0, 0, -1));
+      const __m128 cross =
+          _mm_andnot_ps(lane_w, transform_internal::CrossRows(from, to));
+      return _mm_or_ps(cross, _mm_and_ps(lane_w, _mm_set1_ps(m + d)));
+    }
+  }
+  const Eigen::Quaternionf q =
+      HalfwayRotation(simd::ToVector3(from), simd::ToVector3(to));
+  return _mm_loadu_ps(q.coeffs().data());
+}
+
+}  // namespace
+#endif
+
+float SkeletonSize(const Skeleton& skeleton) {
+  const int n = skeleton.num_joints();
+  if (n == 0) return 0.0f;
+  absl::InlinedVector<Transform, 64> model(n);
+  Eigen::Vector3f lo =
+      Eigen::Vector3f::Constant(std::numeric_limits<float>::infinity());
+  Eigen::Vector3f hi = -lo;
+  for (int j = 0; j < n; ++j) {
+    const int p = skeleton.parent(j);
+    model[j] = p == kNoParent ? skeleton.rest_pose()[j]
+                              : Combine(model[p], skeleton.rest_pose()[j]);
+    lo = lo.cwiseMin(model[j].translation);
+    hi = hi.cwiseMax(model[j].translation);
+  }
+  return (hi - lo).norm();
+}
+
+namespace ik_internal {
+
+absl::Status ToleranceError(const IkTolerance& tolerance,
+                            absl::string_view field) {
+  if (!std::isfinite(tolerance.value) || tolerance.value < 0.0f) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".value: ", tolerance.value, " must be finite and >= 0"));
+  }
+  if (!std::isfinite(tolerance.skeleton_size) ||
+      tolerance.skeleton_size < 0.0f) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".skeleton_size: ", tolerance.skeleton_size,
+                     " must be finite and >= 0 (0: computed)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status IterationsError(int iterations, absl::string_view field) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": ", iterations, " is outside [0, ", kMaxIkIterations, "]"));
+}
+
+absl::Status FiniteVectorError(absl::string_view field) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": NaN or infinite component"));
+}
+
+absl::Status WeightError(absl::string_view field) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": NaN"));
+}
+
+}  // namespace ik_internal
+
+float ResolveTolerance(const IkTolerance& tolerance, const Skeleton& skeleton) {
+  if (!tolerance.relative_to_skeleton) return tolerance.value;
+  const float size = tolerance.skeleton_size > 0.0f ? tolerance.skeleton_size
+                                                    : SkeletonSize(skeleton);
+  return tolerance.value * size;
+}
+
+absl::Status ValidateChain(const Skeleton& skeleton,
+                           absl::Span<const int> chain,
+                           absl::string_view field) {
+  if (chain.size() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", chain.size(),
+                     " joints; a chain needs at least 2 (root and tip)"));
+  }
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const int j = chain[i];
+    if (j < 0 || j >= skeleton.num_joints()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "[", i, "]: joint ", j, " is out of range [0, ",
+                       skeleton.num_joints(), ")"));
+    }
+    if (i > 0 && skeleton.parent(j) != chain[i - 1]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, "[", i, "]: ", JointLabel(skeleton, j), " is not a child of ",
+          field, "[", i - 1, "] (", JointLabel(skeleton, chain[i - 1]),
+          "); list the chain root to tip, each joint the parent of the "
+          "next"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Eigen::Vector3f AnyPerpendicular(const Eigen::Vector3f& v) {
+  const Eigen::Vector3f a = v.cwiseAbs();
+  int axis = 0;
+  if (a.y() < a[axis]) axis = 1;
+  if (a.z() < a[axis]) axis = 2;
+  return v.cross(Eigen::Vector3f::Unit(axis)).normalized();
+}
+
+// The half-way form of the from-to rotation, (|f||t| + f.t, f x t), which
+// normalises to the half-angle quaternion with no trigonometric call; for
+// everyday magnitudes it needs one square root. Vectors so small or large
+// that the products under- or overflow are normalised first. Not normalised
+// itself (callers that normalise a product anyway skip that work), except
+// for the antiparallel and degenerate cases, which are exact.
+Eigen::Quaternionf HalfwayRotation(const Eigen::Vector3f& from,
+                                   const Eigen::Vector3f& to) {
+  const float ff = from.squaredNorm();
+  const float tt = to.squaredNorm();
+  if (!(ff > 1e-40f) || !(tt > 1e-40f)) return Eigen::Quaternionf::Identity();
+  const float ft = ff * tt;
+  Eigen::Vector3f u = from, v = to;
+  float m;
+  if (ft > 1e-30f && ft < 1e30f) {
+    m = std::sqrt(ft);
+  } else {
+    u = from * (1.0f / std::sqrt(ff));
+    v = to * (1.0f / std::sqrt(tt));
+    m = 1.0f;
+  }
+  const float d = u.dot(v);
+  if (d < (-1.0f + 1e-6f) * m) {
+    // Antiparallel: any perpendicular axis works; pick a deterministic one.
+    const Eigen::Vector3f axis = AnyPerpendicular(u);
+    return Eigen::Quaternionf(0.0f, axis.x(), axis.y(), axis.z());
+  }
+  const Eigen::Vector3f c = u.cross(v);
+  return Eigen::Quaternionf(m + d, c.x(), c.y(), c.z());
+}
+
+Eigen::Quaternionf FromToRotation(const Eigen::Vector3f& from,
+                                  const Eigen::Vector3f& to) {
+  return Normalized(HalfwayRotation(from, to));
+}
+
+Eigen::Quaternionf ClampRotationAngle(const Eigen::Quaternionf& q,
+                                      float max_angle) {
+  Eigen::Quaternionf r = q;
+  if (r.w() < 0.0f) r.coeffs() = -r.coeffs();
+  const float s = r.vec().norm();
+  const float angle = 2.0f * std::atan2(s, r.w());
+  if (angle <= max_angle || !(s > 0.0f)) return q;
+  return QuaternionFromAngleAxis(max_angle, r.vec() / s);
+}
+
+Transform ParentModelTransform(const Skeleton& skeleton,
+                               absl::Span<const Transform> local, int joint) {
+  absl::InlinedVector<int, 32> ancestors;
+  for (int p = skeleton.parent(joint); p != kNoParent; p = skeleton.parent(p)) {
+    ancestors.push_back(p);
+  }
+  Transform model = Transform::Identity();
+  for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
+    model = it == ancestors.rbegin() ? local[*it] : Combine(model, local[*it]);
+  }
+  return model;
+}
+
+void IkChain::GatherChain(const Skeleton& skeleton,
+                          absl::Span<const Transform> pose,
+                          absl::Span<const int> chain) {
+  joints_.assign(chain.begin(), chain.end());
+  const int n = static_cast<int>(chain.size());
+  parents_.resize(n);
+  int* parents = parents_.data();
+  for (int i = 0; i < n; ++i) parents[i] = i - 1;
+  Finish(skeleton, pose);
+}
+
+void IkChain::GatherTree(const Skeleton& skeleton,
+                         absl::Span<const Transform> pose,
+                         absl::Span<const int> joints) {
+  joints_.assign(joints.begin(), joints.end());
+  parents_.resize(joints.size());
+  parents_[0] = -1;
+  for (size_t i = 1; i < joints.size(); ++i) {
+    // Sorted, so the parent (a smaller index) is found by binary search.
+    const int p = skeleton.parent(joints_[i]);
+    parents_[i] = static_cast<int>(
+        std::lower_bound(joints_.begin(), joints_.begin() + i, p) -
+        joints_.begin());
+  }
+  Finish(skeleton, pose);
+}
+
+void IkChain::Finish(const Skeleton& skeleton,
+                     absl::Span<const Transform> pose) {
+  const int n = size();
+  base_ = ParentModelTransform(skeleton, pose, joints_[0]);
+  local_.resize(n);
+  model_.resize(n);
+  offsets_.resize(n);
+  lengths_.resize(n);
+  // One pass over raw arrays (InlinedVector's operator[] tests where its
+  // storage lives on every access): each node's local and model transform,
+  // then its bone from the parent's model transform, which is already final.
+  const Transform* in = pose.data();
+  const int* joints = joints_.data();
+  const int* parents = parents_.data();
+  Transform* local = local_.data();
+  Transform* model = model_.data();
+  Eigen::Vector3f* offsets = offsets_.data();
+  float* lengths = lengths_.data();
+  CopyTransform(in[joints[0]], local);
+  CombineTo(base_, local[0], model);
+  offsets[0] = Eigen::Vector3f::Zero();
+  lengths[0] = 0.0f;
+  float total_length = 0.0f;
+  for (int i = 1; i < n; ++i) {
+    CopyTransform(in[joints[i]], local + i);
+    const Transform& parent = model[parents[i]];
+    CombineTo(parent, local[i], model + i);
+    offsets[i] = parent.scale.cwiseProduct(local[i].translation);
+    lengths[i] = offsets[i].norm();
+    total_length += lengths[i];
+  }
+  total_length_ = total_length;
+}
+
+void IkChain::SetModelRotation(int i, const Eigen::Quaternionf& r) {
+  model_[i].rotation = r;
+  local_[i].rotation = Normalized(parent_rotation(i).conjugate() * r);
+}
+
+void IkChain::UpdateModel(int from) {
+  // Raw pointers: InlinedVector's operator[] tests where its storage lives
+  // on every access, which cost more than the arithmetic here.
+  const int n = size();
+  const int* parents = parents_.data();
+  const Transform* local = local_.data();
+  Transform* model = model_.data();
+  int i = from;
+  if (i == 0 && n > 0) CombineTo(base_, local[0], model);
+  for (i = std::max(i, 1); i < n; ++i) {
+    CombineTo(model[parents[i]], local[i], model + i);
+  }
+}
+
+void IkChain::AlignChainTo(absl::Span<const Eigen::Vector3f> targets) {
+  const int n = size();
+  Transform* local = local_.data();
+  Transform* model = model_.data();
+  const Eigen::Vector3f* offsets = offsets_.data();
+#if defined(__SSE2__)
+  // The loop below on SSE rows: the same operations in the same order
+  // (RotateRow is Eigen's quaternion-vector product), with the parent's
+  // model rotation carried in a register from one bone to the next.
+  namespace ti = transform_internal;
+  __m128 parent_rotation = _mm_loadu_ps(base_.rotation.coeffs().data());
+  for (int i = 0; i + 1 < n; ++i) {
+    const __m128 rotation = _mm_loadu_ps(model[i].rotation.coeffs().data());
+    const __m128 bone =
+        ti::RotateRow(rotation, simd::LoadVector3(offsets[i + 1]));
+    const __m128 wanted =
+        _mm_sub_ps(simd::LoadVector3(targets[i + 1]),
+                   ti::LoadRowXyz(model[i].translation.data()));
+    const __m128 turned = TurnedLocalRotationRow(
+        parent_rotation, HalfwayRotationRow(bone, wanted), rotation);
+    _mm_storeu_ps(local[i].rotation.coeffs().data(), turned);
+    parent_rotation = MultiplyRowsAsScalar(parent_rotation, turned);
+    _mm_storeu_ps(model[i].rotation.coeffs().data(), parent_rotation);
+    CombineTo(model[i], local[i + 1], model + i + 1);
+  }
+#else
+  for (int i = 0; i + 1 < n; ++i) {
+    // model[i] is current: its parent was aligned and refreshed above.
+    const Eigen::Quaternionf rp =
+        i == 0 ? base_.rotation : model[i - 1].rotation;
+    const Eigen::Vector3f bone = model[i].rotation * offsets[i + 1];
+    const Eigen::Vector3f wanted = targets[i + 1] - model[i].translation;
+    const Eigen::Quaternionf swing = HalfwayRotation(bone, wanted);
+    // One normalisation per bone: the stored local rotation's. The model
+    // rotation is rebuilt from it so the two stay consistent.
+    local[i].rotation = TurnedLocalRotation(rp, swing, model[i].rotation);
+    model[i].rotation = transform_internal::Multiply(rp, local[i].rotation);
+    CombineTo(model[i], local[i + 1], model + i + 1);
+  }
+#endif
+}
+
+void IkChain::ScatterRotations(absl::Span<Transform> pose) const {
+  const int n = size();
+  const int* joints = joints_.data();
+  const Transform* local = local_.data();
+  Transform* out = pose.data();
+  for (int i = 0; i < n; ++i) out[joints[i]].rotation = local[i].rotation;
+}
+
+void BlendIkRotations(absl::Span<const Eigen::Quaternionf> from,
+                      absl::Span<const int> joints, float weight,
+                      absl::Span<Transform> output) {
+  for (size_t i = 0; i < joints.size(); ++i) {
+    Transform& t = output[joints[i]];
+    t.rotation = Normalized(Slerp(from[i], t.rotation, weight));
+  }
+}
+
+void CopyPose(absl::Span<const Transform> input, absl::Span<Transform> output) {
+  if (input.data() == output.data()) return;
+  const Transform* from = input.data();
+  Transform* to = output.data();
+  for (size_t j = 0; j < input.size(); ++j) CopyTransform(from[j], to + j);
+}
+
+}  // namespace posewire

@@ -1,0 +1,276 @@
+#include "solver_core/model/local_to_model.h"
+
+#include "absl/strings/str_cat.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/model/quaternion_math.h"
+#include "solver_core/model/simd_level.h"
+
+#if POSEWIRE_AVX2_KERNELS
+#include <immintrin.h>
+#endif
+
+namespace posewire {
+namespace {
+
+absl::Status ValidateRoot(const Transform& root, absl::string_view field) {
+  return ValidateTransform(root, field, 0, "root space");
+}
+
+#if POSEWIRE_AVX2_KERNELS
+// CombineTo (transform.h) for two joints of one level at once, one joint per
+// 128-bit half of each AVX register. AVX's shuffles act within halves, so
+// each half performs exactly CombineTo's SSE operations in the same order
+// (no FMA: the file is built with -ffp-contract=off and the target has
+// none) and gets the same bits: a pass half the length of the SSE one.
+// Compiled per function for AVX2; called only when ActiveSimdLevel() is
+// kAvx2.
+
+namespace avx2 {
+
+// Row `offset` (0 translation, 4 rotation, 8 scale) of transforms a and b.
+POSEWIRE_AVX2_INLINE __m256 LoadRows(const Transform& a, const Transform& b,
+                                     int offset) {
+  return _mm256_insertf128_ps(
+      _mm256_castps128_ps256(
+          _mm_loadu_ps(reinterpret_cast<const float*>(&a) + offset)),
+      _mm_loadu_ps(reinterpret_cast<const float*>(&b) + offset), 1);
+}
+
+// transform_internal::LoadRowXyz on both halves: the padding lanes zeroed.
+POSEWIRE_AVX2_INLINE __m256 LoadRowsXyz(const Transform& a, const Transform& b,
+                                        int offset) {
+  return _mm256_and_ps(
+      LoadRows(a, b, offset),
+      _mm256_castsi256_ps(_mm256_set_epi32(0, -1, -1, -1, 0, -1, -1, -1)));
+}
+
+POSEWIRE_AVX2_INLINE void StoreRows(__m256 v, Transform* a, Transform* b,
+                                    int offset) {
+  _mm_storeu_ps(reinterpret_cast<float*>(a) + offset,
+                _mm256_castps256_ps128(v));
+  _mm_storeu_ps(reinterpret_cast<float*>(b) + offset,
+                _mm256_extractf128_ps(v, 1));
+}
+
+// transform_internal::CrossRows.
+POSEWIRE_AVX2_INLINE __m256 Cross(__m256 a, __m256 b) {
+  const __m256 a_yzx = _mm256_shuffle_ps(a, a, _MM_SHUFFLE(3, 0, 2, 1));
+  const __m256 b_yzx = _mm256_shuffle_ps(b, b, _MM_SHUFFLE(3, 0, 2, 1));
+  const __m256 c =
+      _mm256_sub_ps(_mm256_mul_ps(a, b_yzx), _mm256_mul_ps(a_yzx, b));
+  return _mm256_shuffle_ps(c, c, _MM_SHUFFLE(3, 0, 2, 1));
+}
+
+// transform_internal::MultiplyRows.
+POSEWIRE_AVX2_INLINE __m256 Multiply(__m256 p, __m256 q) {
+  const __m256 px = _mm256_shuffle_ps(p, p, _MM_SHUFFLE(0, 0, 0, 0));
+  const __m256 py = _mm256_shuffle_ps(p, p, _MM_SHUFFLE(1, 1, 1, 1));
+  const __m256 pz = _mm256_shuffle_ps(p, p, _MM_SHUFFLE(2, 2, 2, 2));
+  const __m256 pw = _mm256_shuffle_ps(p, p, _MM_SHUFFLE(3, 3, 3, 3));
+  const __m256 qb = _mm256_xor_ps(
+      _mm256_shuffle_ps(q, q, _MM_SHUFFLE(0, 1, 2, 3)),
+      _mm256_set_ps(-0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f));
+  const __m256 qc = _mm256_xor_ps(
+      _mm256_shuffle_ps(q, q, _MM_SHUFFLE(1, 0, 3, 2)),
+      _mm256_set_ps(-0.0f, -0.0f, 0.0f, 0.0f, -0.0f, -0.0f, 0.0f, 0.0f));
+  const __m256 qd = _mm256_xor_ps(
+      _mm256_shuffle_ps(q, q, _MM_SHUFFLE(2, 3, 0, 1)),
+      _mm256_set_ps(-0.0f, 0.0f, 0.0f, -0.0f, -0.0f, 0.0f, 0.0f, -0.0f));
+  return _mm256_add_ps(
+      _mm256_add_ps(_mm256_mul_ps(pw, q), _mm256_mul_ps(px, qb)),
+      _mm256_add_ps(_mm256_mul_ps(py, qc), _mm256_mul_ps(pz, qd)));
+}
+
+// transform_internal::RotateRow.
+POSEWIRE_AVX2_INLINE __m256 Rotate(__m256 q, __m256 v) {
+  __m256 uv = Cross(q, v);
+  uv = _mm256_add_ps(uv, uv);
+  const __m256 w = _mm256_shuffle_ps(q, q, _MM_SHUFFLE(3, 3, 3, 3));
+  return _mm256_add_ps(_mm256_add_ps(v, _mm256_mul_ps(uv, w)), Cross(q, uv));
+}
+
+// CombineTo(parent_a, child_a, out_a) and the same for b.
+POSEWIRE_AVX2_INLINE void CombineTwo(const Transform& parent_a,
+                                     const Transform& parent_b,
+                                     const Transform& child_a,
+                                     const Transform& child_b, Transform* out_a,
+                                     Transform* out_b) {
+  const __m256 ps = LoadRowsXyz(parent_a, parent_b, 8);
+  const __m256 pq = LoadRows(parent_a, parent_b, 4);
+  const __m256 t = _mm256_add_ps(
+      LoadRowsXyz(parent_a, parent_b, 0),
+      Rotate(pq, _mm256_mul_ps(ps, LoadRowsXyz(child_a, child_b, 0))));
+  const __m256 q = Multiply(pq, LoadRows(child_a, child_b, 4));
+  const __m256 s = _mm256_mul_ps(ps, LoadRowsXyz(child_a, child_b, 8));
+  StoreRows(t, out_a, out_b, 0);
+  StoreRows(q, out_a, out_b, 4);
+  StoreRows(s, out_a, out_b, 8);
+}
+
+// The whole pose in level order, two joints of one level at a time (a
+// level of odd size ends with one joint done alone, by CombineTo).
+POSEWIRE_AVX2_FUNCTION void LevelOrderTwoAtATime(const Skeleton& skel,
+                                                 const Transform& root,
+                                                 const Transform* in,
+                                                 Transform* out) {
+  const absl::Span<const int> order = skel.level_order();
+  const int* parents = skel.parents().data();
+  const size_t n = order.size();
+  size_t i = 0;
+  while (i < n) {
+    const int a = order[i];
+    const int pa = parents[a];
+    const Transform& parent_a = pa == kNoParent ? root : out[pa];
+    if (i + 1 < n && skel.Depth(order[i + 1]) == skel.Depth(a)) {
+      const int b = order[i + 1];
+      const int pb = parents[b];
+      CombineTwo(parent_a, pb == kNoParent ? root : out[pb], in[a], in[b],
+                 out + a, out + b);
+      i += 2;
+    } else {
+      CombineTo(parent_a, in[a], out + a);
+      i += 1;
+    }
+  }
+}
+
+}  // namespace avx2
+#endif  // POSEWIRE_AVX2_KERNELS
+
+}  // namespace
+
+absl::Status LocalToModelJob::Validate() const {
+  if (skeleton == nullptr) {
+    return absl::InvalidArgumentError("local_to_model.skeleton: not set");
+  }
+  if (static_cast<int>(model.size()) != skeleton->num_joints()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "local_to_model.model: output has ", model.size(),
+        " transforms for a skeleton of ", skeleton->num_joints(), " joints"));
+  }
+  if (Overlap(model, local)) {
+    return absl::InvalidArgumentError(
+        "local_to_model.model: shares memory with local_to_model.local; give "
+        "the model pose its own memory");
+  }
+  if (from < -1 || from >= skeleton->num_joints()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("local_to_model.from: joint ", from,
+                     " is out of range [-1, ", skeleton->num_joints(), ")"));
+  }
+  if (absl::Status s = ValidateRoot(root, "local_to_model.root"); !s.ok()) {
+    return s;
+  }
+  // One branch-free pass over the pose; the per-joint messages only when it
+  // finds something.
+  if (absl::Status s = CheckPose(*skeleton, local, "local_to_model.local");
+      !s.ok()) {
+    return s;
+  }
+  // A partial update reads the parent of `from` out of `model`; a stale NaN
+  // or garbage rotation there would silently poison the whole subtree.
+  if (from >= 0) {
+    const int p = skeleton->parent(from);
+    if (p != kNoParent) {
+      return ValidateTransform(model[p], "local_to_model.model", p,
+                               skeleton->joint_name(p));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LocalToModelJob::Run() const {
+  if (absl::Status s = Validate(); !s.ok()) return s;
+  RunUnchecked();
+  return absl::OkStatus();
+}
+
+void LocalToModelJob::RunUnchecked() const {
+  const Skeleton& skel = *skeleton;
+  const int n = skel.num_joints();
+  const int* parents = skel.parents().data();
+  const Transform* in = local.data();
+  Transform* out = model.data();
+  if (from < 0) {
+    // The whole pose: no subtree test, one select for roots, and each joint
+    // a branch-free CombineTo (transform.h) whose only serial dependency is
+    // on its parent's result. Level by level, so joints of different chains
+    // overlap (each joint's arithmetic is the same in any parents-first
+    // order, so the bits are too), and with AVX2 two joints of a level at
+    // once.
+#if POSEWIRE_AVX2_KERNELS
+    if constexpr (transform_internal::kRowLayout) {
+      if (ActiveSimdLevel() == SimdLevel::kAvx2) {
+        avx2::LevelOrderTwoAtATime(skel, root, in, out);
+        return;
+      }
+    }
+#endif
+    for (const int j : skel.level_order()) {
+      const int p = parents[j];
+      CombineTo(p == kNoParent ? root : out[p], in[j], out + j);
+    }
+    return;
+  }
+  // Topological order need not be depth-first, so the subtree is not a
+  // contiguous range: test each later joint.
+  for (int j = from; j < n; ++j) {
+    if (!skel.IsInSubtree(from, j)) continue;
+    const int p = parents[j];
+    CombineTo(p == kNoParent ? root : out[p], in[j], out + j);
+  }
+}
+
+absl::Status ModelToLocalJob::Validate() const {
+  if (skeleton == nullptr) {
+    return absl::InvalidArgumentError("model_to_local.skeleton: not set");
+  }
+  if (static_cast<int>(local.size()) != skeleton->num_joints()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model_to_local.local: output has ", local.size(),
+        " transforms for a skeleton of ", skeleton->num_joints(), " joints"));
+  }
+  if (Overlap(local, model)) {
+    return absl::InvalidArgumentError(
+        "model_to_local.local: shares memory with model_to_local.model (each "
+        "joint reads its parent's model transform after the parent is "
+        "converted); give the local pose its own memory");
+  }
+  if (absl::Status s = ValidateRoot(root, "model_to_local.root"); !s.ok()) {
+    return s;
+  }
+  if (root.scale.cwiseAbs().minCoeff() == 0.0f) {
+    return absl::InvalidArgumentError(
+        "model_to_local.root: scale has a zero component");
+  }
+  if (absl::Status s = ValidatePose(*skeleton, model, "model_to_local.model");
+      !s.ok()) {
+    return s;
+  }
+  for (int j = 0; j < skeleton->num_joints(); ++j) {
+    if (!skeleton->children(j).empty() &&
+        model[j].scale.cwiseAbs().minCoeff() == 0.0f) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model_to_local.model[", j, "] '", skeleton->joint_name(j),
+          "': scale has a zero component, so its children's local "
+          "transforms are undefined"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelToLocalJob::Run() const {
+  if (absl::Status s = Validate(); !s.ok()) return s;
+  RunUnchecked();
+  return absl::OkStatus();
+}
+
+void ModelToLocalJob::RunUnchecked() const {
+  const Skeleton& skel = *skeleton;
+  for (int j = 0; j < skel.num_joints(); ++j) {
+    const int p = skel.parent(j);
+    local[j] = LocalFromModel(p == kNoParent ? root : model[p], model[j]);
+  }
+}
+
+}  // namespace posewire

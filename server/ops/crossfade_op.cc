@@ -28,7 +28,10 @@ class Crossfade final : public PreparedOp {
       : key_(std::move(key)), mode_(mode), commands_(std::move(commands)) {}
 
   absl::Status Run(OpFrame& frame) const override {
-    auto [slot, created] = frame.state.crossfades.try_emplace(key_);
+    // Not a structured binding: clang before 16 cannot capture one.
+    const auto emplaced = frame.state.crossfades.try_emplace(key_);
+    const auto slot = emplaced.first;
+    const bool created = emplaced.second;
     // Solved into the slot's spare buffer, swapped in on success.
     CrossfadeState& player = slot->second.next;
     player = slot->second.state;

@@ -193,7 +193,10 @@ class SpringBones final : public PreparedOp {
         reset_(reset) {}
 
   absl::Status Run(OpFrame& frame) const override {
-    auto [slot, created] = frame.state.springs.try_emplace(key_);
+    // Not a structured binding: clang before 16 cannot capture one.
+    const auto emplaced = frame.state.springs.try_emplace(key_);
+    const auto slot = emplaced.first;
+    const bool created = emplaced.second;
     // The solver's ~20 work vectors, kept per thread between frames.
     thread_local SpringBonesScratch scratch;
     SpringBonesReport report;

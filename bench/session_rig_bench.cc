@@ -25,13 +25,13 @@
 #include "server/service/server_config.h"
 #include "server/service/session.h"
 #include "server/wire/wire_convert.h"
-#include "solver_core/full_body/biped_mapping.h"
+#include "solver_core/analytic_ik/two_bone_ik.h"
 #include "solver_core/chain_ik/ccd_ik.h"
+#include "solver_core/dynamics/spring_bones.h"
+#include "solver_core/full_body/biped_mapping.h"
 #include "solver_core/full_body/full_body_biped_ik.h"
 #include "solver_core/model/local_to_model.h"
 #include "solver_core/pose_ops/sampling_job.h"
-#include "solver_core/dynamics/spring_bones.h"
-#include "solver_core/analytic_ik/two_bone_ik.h"
 
 namespace posewire {
 namespace {

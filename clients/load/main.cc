@@ -11,7 +11,8 @@
 // steady clock. With --rate each sender keeps an absolute schedule; a sender
 // that falls more than one period behind restarts its schedule (no burst).
 // Senders are gRPC callback-API reactors, not threads: the client's own CPU
-// use stays small and flat however many streams it drives.#include <grpcpp/generic/generic_stub.h>
+// use stays small and flat however many streams it drives.#include
+// <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>

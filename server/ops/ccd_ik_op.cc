@@ -65,8 +65,7 @@ CompiledOp Compile(const OpCompileInput& input) {
   job.nudge = op.nudge();
   return std::make_unique<CcdIk>(
       job, *std::move(chain), *target, std::move(settings->limits),
-      std::vector<float>(op.joint_weights().begin(),
-                         op.joint_weights().end()));
+      std::vector<float>(op.joint_weights().begin(), op.joint_weights().end()));
 }
 
 }  // namespace

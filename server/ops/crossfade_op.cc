@@ -113,9 +113,9 @@ CompiledOp Compile(const OpCompileInput& input) {
         break;
       case v1::CrossfadeCommand::kFadeTo:
         if (!v1::FadeCurve_IsValid(wire.fade_to().curve())) {
-          return UnknownEnum(absl::StrCat(input.field, ".commands[", i,
-                                          "].fade_to.curve"),
-                             wire.fade_to().curve());
+          return UnknownEnum(
+              absl::StrCat(input.field, ".commands[", i, "].fade_to.curve"),
+              wire.fade_to().curve());
         }
         command.clip = wire.fade_to().clip();
         command.fade_seconds = wire.fade_to().fade_seconds();

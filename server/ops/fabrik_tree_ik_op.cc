@@ -35,8 +35,8 @@ class FabrikTreeIk final : public PreparedOp {
 
 CompiledOp Compile(const OpCompileInput& input) {
   const v1::FabrikTreeIkOp& op = input.op.fabrik_tree_ik();
-  auto root = JointIndex(input.skeleton, op.root(),
-                         absl::StrCat(input.field, ".root"));
+  auto root =
+      JointIndex(input.skeleton, op.root(), absl::StrCat(input.field, ".root"));
   if (!root.ok()) return root.status();
   std::vector<FabrikEffector> effectors;
   for (int i = 0; i < op.effectors_size(); ++i) {

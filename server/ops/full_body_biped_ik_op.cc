@@ -153,19 +153,22 @@ CompiledOp Compile(const OpCompileInput& input) {
     job.ik_position_weight = op.ik_position_weight();
   // Worded as the other iterative ops word it, naming the GetInfo limit.
   auto over_limit = [&input](absl::string_view name, uint32_t value) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        input.field, ".", name, ": ", value,
-        " iterations exceed this server's limit of ", input.limits.max_solver_iterations,
-        " (GetInfo limits.max_solver_iterations)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(input.field, ".", name, ": ", value,
+                     " iterations exceed this server's limit of ",
+                     input.limits.max_solver_iterations,
+                     " (GetInfo limits.max_solver_iterations)"));
   };
   if (op.has_iterations()) {
-    if (op.iterations() > static_cast<uint32_t>(input.limits.max_solver_iterations)) {
+    if (op.iterations() >
+        static_cast<uint32_t>(input.limits.max_solver_iterations)) {
       return over_limit("iterations", op.iterations());
     }
     job.iterations = static_cast<int>(op.iterations());
   }
   if (op.has_spine_iterations()) {
-    if (op.spine_iterations() > static_cast<uint32_t>(input.limits.max_solver_iterations)) {
+    if (op.spine_iterations() >
+        static_cast<uint32_t>(input.limits.max_solver_iterations)) {
       return over_limit("spine_iterations", op.spine_iterations());
     }
     job.spine_iterations = static_cast<int>(op.spine_iterations());

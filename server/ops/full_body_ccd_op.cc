@@ -71,8 +71,7 @@ CompiledOp Compile(const OpCompileInput& input) {
   job.translation_joint = *translation;
   return std::make_unique<FullBodyCcd>(
       job, std::move(effectors), std::move(settings->limits),
-      std::vector<float>(op.joint_weights().begin(),
-                         op.joint_weights().end()));
+      std::vector<float>(op.joint_weights().begin(), op.joint_weights().end()));
 }
 
 }  // namespace

@@ -75,14 +75,13 @@ template <typename Op>
 absl::StatusOr<SolverSettings> SettingsFromProto(const OpCompileInput& input,
                                                  const Op& op) {
   SolverSettings settings;
-  auto iterations = Iterations(
-      op.has_max_iterations(), op.max_iterations(),
-      input.limits.max_solver_iterations,
-      absl::StrCat(input.field, ".max_iterations"));
+  auto iterations = Iterations(op.has_max_iterations(), op.max_iterations(),
+                               input.limits.max_solver_iterations,
+                               absl::StrCat(input.field, ".max_iterations"));
   if (!iterations.ok()) return iterations.status();
   settings.iterations = *iterations;
-  auto tolerance = ToleranceFromProto(
-      op.tolerance(), absl::StrCat(input.field, ".tolerance"));
+  auto tolerance = ToleranceFromProto(op.tolerance(),
+                                      absl::StrCat(input.field, ".tolerance"));
   if (!tolerance.ok()) return tolerance.status();
   settings.tolerance = *tolerance;
   auto limits = LimitsFromProto(input.skeleton, op.limits(),

@@ -24,11 +24,11 @@
 #include "posewire/v1/operations.pb.h"
 #include "posewire/v1/posewire.pb.h"
 #include "server/ops/clip_library.h"
-#include "solver_core/pose_ops/crossfade.h"
 #include "solver_core/dynamics/dynamics_state.h"
 #include "solver_core/model/pose.h"
 #include "solver_core/model/skeleton.h"
 #include "solver_core/model/transform.h"
+#include "solver_core/pose_ops/crossfade.h"
 
 namespace posewire::server {
 
@@ -66,16 +66,17 @@ class StateUndo {
     entries_.push_back(Entry{
         .key = &key,
         .created = created,
-        .undo = [](void* map, const std::string& key, bool created) {
-          auto& m = *static_cast<
-              absl::node_hash_map<std::string, StateSlot<State>>*>(map);
-          auto it = m.find(key);
-          if (created) {
-            m.erase(it);
-          } else {
-            std::swap(it->second.state, it->second.next);
-          }
-        },
+        .undo =
+            [](void* map, const std::string& key, bool created) {
+              auto& m = *static_cast<
+                  absl::node_hash_map<std::string, StateSlot<State>>*>(map);
+              auto it = m.find(key);
+              if (created) {
+                m.erase(it);
+              } else {
+                std::swap(it->second.state, it->second.next);
+              }
+            },
         .map = &map});
   }
 

@@ -16,13 +16,12 @@ struct Table {
 const Table& TheTable() {
   static const Table* const table = [] {
     auto* t = new Table;
-    t->specs = {SampleClipOpSpec(),      BlendOpSpec(),
-                AdditiveOpSpec(),        CrossfadeOpSpec(),
-                TwoBoneIkOpSpec(),       AimIkOpSpec(),
-                CcdIkOpSpec(),           FabrikIkOpSpec(),
-                FabrikTreeIkOpSpec(),    FullBodyBipedIkOpSpec(),
-                FullBodyCcdOpSpec(),     SpringBonesOpSpec(),
-                ValidateOpSpec()};
+    t->specs = {
+        SampleClipOpSpec(),      BlendOpSpec(),       AdditiveOpSpec(),
+        CrossfadeOpSpec(),       TwoBoneIkOpSpec(),   AimIkOpSpec(),
+        CcdIkOpSpec(),           FabrikIkOpSpec(),    FabrikTreeIkOpSpec(),
+        FullBodyBipedIkOpSpec(), FullBodyCcdOpSpec(), SpringBonesOpSpec(),
+        ValidateOpSpec()};
     // Names come from the proto's descriptor, looked up once (a lookup per
     // op of every character was 1% of a batch-loaded server's samples).
     const google::protobuf::OneofDescriptor* oneof =

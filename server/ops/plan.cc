@@ -71,7 +71,8 @@ namespace {
 absl::Status NotFinite(const Plan& plan, const PlanFrame& frame, int i,
                        int joint) {
   return absl::InvalidArgumentError(absl::StrCat(
-      frame.field, plan.field_suffix(i), ": the result is not finite at joint '",
+      frame.field, plan.field_suffix(i),
+      ": the result is not finite at joint '",
       frame.skeleton->joint_name(joint),
       "' (float overflow or a degenerate solve); check this op's targets "
       "and the pose's translations and scales for extreme values"));
@@ -96,17 +97,17 @@ absl::Status RunPlan(
     result->set_op(OperationName(op_case));
     field.assign(frame.field.data(), frame.field.size());
     field += plan.field_suffix(i);
-    OpFrame op_frame{.skeleton = *frame.skeleton,
-                     .clips = *frame.clips,
-                     .dt = frame.dt,
-                     .root = frame.root,
-                     .pose = pose,
-                     .state = state,
-                     .update = frame.updates.empty() ? nullptr
-                                                     : frame.updates[i],
-                     .result = *result,
-                     .field = field,
-                     .undo = frame.undo};
+    OpFrame op_frame{
+        .skeleton = *frame.skeleton,
+        .clips = *frame.clips,
+        .dt = frame.dt,
+        .root = frame.root,
+        .pose = pose,
+        .state = state,
+        .update = frame.updates.empty() ? nullptr : frame.updates[i],
+        .result = *result,
+        .field = field,
+        .undo = frame.undo};
     if (absl::Status s = plan.op(i).Run(op_frame); !s.ok()) {
       // The pose op i was given went unscreened when op i screens its own
       // input: a non-finite value there is op i-1's result, reported as
@@ -120,7 +121,8 @@ absl::Status RunPlan(
     }
     // Every result is screened, except one the next op's job screens as
     // its input anyway (a SIMD pass over the pose saved per op).
-    const bool next_screens = i + 1 < plan.size() && plan.screens_input_pose(i + 1);
+    const bool next_screens =
+        i + 1 < plan.size() && plan.screens_input_pose(i + 1);
     if (!next_screens) {
       if (const int bad = FirstNonFiniteJoint(pose); bad >= 0) {
         return NotFinite(plan, frame, i, bad);

@@ -19,9 +19,8 @@ absl::StatusOr<CompiledSample> CompileSample(const v1::ClipSample& sample,
     return UnknownEnum(absl::StrCat(op_field, field, ".mode"), sample.mode());
   }
   if (!v1::RotationInterpolation_IsValid(sample.rotation_interpolation())) {
-    return UnknownEnum(
-        absl::StrCat(op_field, field, ".rotation_interpolation"),
-        sample.rotation_interpolation());
+    return UnknownEnum(absl::StrCat(op_field, field, ".rotation_interpolation"),
+                       sample.rotation_interpolation());
   }
   CompiledSample out;
   out.clip = sample.clip();

@@ -246,10 +246,10 @@ CompiledOp Compile(const OpCompileInput& input) {
   const v1::SpringBonesOp& op = input.op.spring_bones();
   const int max_substeps = input.limits.max_solver_iterations;
   if (op.rig().has_max_substeps() && op.rig().max_substeps() > max_substeps) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(input.field, ".rig.max_substeps: ", op.rig().max_substeps(),
-                     " exceeds this server's limit of ", max_substeps,
-                     " (GetInfo limits.max_solver_iterations)"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        input.field, ".rig.max_substeps: ", op.rig().max_substeps(),
+        " exceeds this server's limit of ", max_substeps,
+        " (GetInfo limits.max_solver_iterations)"));
   }
   if (absl::Status s =
           CheckRigEnums(op.rig(), absl::StrCat(input.field, ".rig"));

@@ -76,9 +76,9 @@ CompiledOp Compile(const OpCompileInput& input) {
     if (!rotation.ok()) return rotation.status();
     job.end_rotation = *rotation;
   }
-  auto axis = OptionalVec3(op.has_mid_axis(), op.mid_axis(),
-                           Eigen::Vector3f::UnitZ(),
-                           absl::StrCat(input.field, ".mid_axis"));
+  auto axis =
+      OptionalVec3(op.has_mid_axis(), op.mid_axis(), Eigen::Vector3f::UnitZ(),
+                   absl::StrCat(input.field, ".mid_axis"));
   if (!axis.ok()) return axis.status();
   job.mid_axis = *axis;
   job.twist_angle = op.twist_angle();

@@ -30,8 +30,7 @@ class PlanCache {
   // `skeleton_hash`: the cached one, or compiled now (and cached when it
   // compiles). Errors are Plan::Compile's, naming `field`.
   absl::StatusOr<std::shared_ptr<const Plan>> Get(
-      std::shared_ptr<const Skeleton> skeleton,
-      absl::string_view skeleton_hash,
+      std::shared_ptr<const Skeleton> skeleton, absl::string_view skeleton_hash,
       const google::protobuf::RepeatedPtrField<v1::Operation>& ops,
       OpLimits limits, absl::string_view field);
 

@@ -198,8 +198,7 @@ absl::Status Session::RegisterRig(const v1::RegisterRig& message) {
   // rig may name a clip registered after it.
   auto plan = Plan::Compile(
       *entry->second.skeleton, message.ops(),
-      {.max_solver_iterations = config_.max_solver_iterations},
-      "register_rig");
+      {.max_solver_iterations = config_.max_solver_iterations}, "register_rig");
   if (!plan.ok()) return plan.status();
   rigs_.emplace(message.id(),
                 std::make_shared<const Rig>(Rig{entry->second.skeleton,
@@ -342,13 +341,12 @@ absl::Status Session::SolveFrameCharacter(const v1::Frame& frame, int index,
                                .field = field,
                                .timings = timings,
                                .undo = &undo_};
-  if (absl::Status s =
-          SolveCharacter(inputs, state, scratch_,
-                         {.pose = result->mutable_pose(),
-                          .model_pose = in.want_model_pose()
-                                            ? result->mutable_model_pose()
-                                            : nullptr,
-                          .ops = result->mutable_ops()});
+  if (absl::Status s = SolveCharacter(
+          inputs, state, scratch_,
+          {.pose = result->mutable_pose(),
+           .model_pose =
+               in.want_model_pose() ? result->mutable_model_pose() : nullptr,
+           .ops = result->mutable_ops()});
       !s.ok()) {
     undo_.Rollback();
     if (in.reset_state()) std::swap(before_reset, state);

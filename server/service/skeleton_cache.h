@@ -19,7 +19,8 @@ namespace posewire::server {
 
 class SkeletonCache {
  public:
-  explicit SkeletonCache(int capacity) : capacity_(capacity), plans_(capacity) {}
+  explicit SkeletonCache(int capacity)
+      : capacity_(capacity), plans_(capacity) {}
 
   // The skeleton stored under `hash`, marked most recently used; null if
   // absent. Shared ownership: an eviction never frees a skeleton in use.

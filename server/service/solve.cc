@@ -127,12 +127,12 @@ absl::Status SolveCharacters(const v1::SolveRequest& request,
                                  .updates = {},
                                  .field = field,
                                  .timings = timings};
-    if (absl::Status s = SolveCharacter(inputs, state, scratch,
-                                        {.pose = out->mutable_pose(),
-                                         .model_pose = in.want_model_pose()
-                              ? out->mutable_model_pose()
-                              : nullptr,
-                                         .ops = out->mutable_ops()});
+    if (absl::Status s = SolveCharacter(
+            inputs, state, scratch,
+            {.pose = out->mutable_pose(),
+             .model_pose =
+                 in.want_model_pose() ? out->mutable_model_pose() : nullptr,
+             .ops = out->mutable_ops()});
         !s.ok()) {
       return s;
     }
@@ -145,8 +145,7 @@ absl::Status SolveCharacters(const v1::SolveRequest& request,
 
 absl::Status Solve(const v1::SolveRequest& request, const ServerConfig& config,
                    SkeletonCache& skeletons, const StopCheck& stop,
-                   v1::SolveResponse* response,
-                   OperationTimingsSink* metrics) {
+                   v1::SolveResponse* response, OperationTimingsSink* metrics) {
   // Gathered only for a metrics endpoint (a 1.7 KB table to clear).
   std::optional<OperationTimings> timings;
   if (metrics != nullptr && metrics->times_operations()) timings.emplace();

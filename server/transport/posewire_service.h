@@ -14,10 +14,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "posewire/v1/posewire.grpc.pb.h"
-#include "server/transport/metrics.h"
-#include "server/transport/request_placement.h"
 #include "server/service/server_config.h"
 #include "server/service/skeleton_cache.h"
+#include "server/transport/metrics.h"
+#include "server/transport/request_placement.h"
 #include "server/transport/worker_pool.h"
 
 namespace posewire::server {

@@ -9,9 +9,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/service/server_config.h"
 #include "server/transport/metrics.h"
 #include "server/transport/posewire_service.h"
-#include "server/service/server_config.h"
 
 namespace posewire::server {
 

@@ -13,11 +13,11 @@
 #include "posewire/v1/operations.pb.h"
 #include "posewire/v1/types.pb.h"
 #include "solver_core/model/clip.h"
-#include "solver_core/pose_ops/crossfade.h"
 #include "solver_core/model/pose.h"
-#include "solver_core/pose_ops/sampling_job.h"
 #include "solver_core/model/skeleton.h"
 #include "solver_core/model/transform.h"
+#include "solver_core/pose_ops/crossfade.h"
+#include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire::server {
 

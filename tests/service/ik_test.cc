@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "solver_core/full_body/biped_mapping.h"
+#include "solver_core/analytic_ik/two_bone_ik.h"
 #include "solver_core/chain_ik/ccd_ik.h"
 #include "solver_core/chain_ik/fabrik_ik.h"
+#include "solver_core/full_body/biped_mapping.h"
 #include "solver_core/full_body/full_body_ccd.h"
 #include "solver_core/model/local_to_model.h"
 #include "solver_core/pose_ops/sampling_job.h"
-#include "solver_core/analytic_ik/two_bone_ik.h"
 #include "tests/service/service_fixture.h"
 
 namespace posewire::server {
@@ -267,8 +267,7 @@ TEST_F(IkServiceTest, FullBodyBiped_HandsAndFeetReachTargetsFromAnotherFrame) {
   ASSERT_FALSE(mapping->warnings().empty());
   std::vector<std::string> said(out.ops(0).warnings().begin(),
                                 out.ops(0).warnings().end());
-  EXPECT_EQ(std::set<std::string>(said.begin(), said.end()).size(),
-            said.size())
+  EXPECT_EQ(std::set<std::string>(said.begin(), said.end()).size(), said.size())
       << "a warning is repeated";
   for (const std::string& w : mapping->warnings()) {
     EXPECT_EQ(std::count(said.begin(), said.end(), w), 1) << w;

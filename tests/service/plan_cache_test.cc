@@ -21,8 +21,8 @@ class PlanCacheTest : public ::testing::Test {
   std::shared_ptr<const Skeleton> skeleton_ =
       std::make_shared<const Skeleton>(Walk().skeleton);
   const std::string hash_ = SkeletonHash(Walk().skeleton);
-  const google::protobuf::RepeatedPtrField<v1::Operation> aim_ = Ops(
-      R"(ops { aim_ik { joint: "Head" target { x: 1 y: 20 z: 30 } } })");
+  const google::protobuf::RepeatedPtrField<v1::Operation> aim_ =
+      Ops(R"(ops { aim_ik { joint: "Head" target { x: 1 y: 20 z: 30 } } })");
   const google::protobuf::RepeatedPtrField<v1::Operation> leg_ =
       Ops(R"(ops { two_bone_ik { start_joint: "LeftHip"
                mid_joint: "LeftKnee" end_joint: "LeftAnkle" } })");
@@ -55,9 +55,9 @@ TEST_F(PlanCacheTest, OtherOpsOrAnotherSkeletonAreOtherPlans) {
 
 TEST_F(PlanCacheTest, AnOpListThatDoesNotCompileIsAnErrorAndNotCached) {
   PlanCache cache(4);
-  auto bad = cache.Get(skeleton_, hash_,
-                       Ops(R"(ops { aim_ik { joint: "Wing" } })"), {},
-                       "characters[3]");
+  auto bad =
+      cache.Get(skeleton_, hash_, Ops(R"(ops { aim_ik { joint: "Wing" } })"),
+                {}, "characters[3]");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find(
                 "characters[3].ops[0].aim_ik.joint: no joint named 'Wing'"),

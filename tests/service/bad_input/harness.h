@@ -31,7 +31,6 @@
 
 namespace posewire::server::bad_input {
 
-
 using ::testing::HasSubstr;
 using Stream =
     grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>;
@@ -83,7 +82,9 @@ inline Outcome FromResponse(const v1::SessionResponse& response) {
 
 // ------------------------------------------------------ building inputs --
 
-inline std::vector<float> WalkRest() { return Packed(RestPose(Walk().skeleton)); }
+inline std::vector<float> WalkRest() {
+  return Packed(RestPose(Walk().skeleton));
+}
 
 inline void SetPose(const std::vector<float>& floats, v1::Pose* pose) {
   pose->mutable_transforms()->Assign(floats.begin(), floats.end());
@@ -287,7 +288,8 @@ inline std::vector<v1::SessionRequest> SessionSetup() {
   return setup;
 }
 
-inline v1::SessionRequest FrameFor(uint64_t sequence, const std::string& character) {
+inline v1::SessionRequest FrameFor(uint64_t sequence,
+                                   const std::string& character) {
   v1::SessionRequest request;
   request.mutable_frame()->set_sequence(sequence);
   request.mutable_frame()->set_dt(kDt);
@@ -330,8 +332,9 @@ inline bool WellFormed(const v1::Pose& pose) {
 
 // An OK answer must hold one well-formed pose per character: a status of
 // OK around a NaN pose would be the worst answer of all.
-inline Outcome CallSolve(v1::PoseWire::Stub& stub, const v1::SolveRequest& request,
-                  v1::SolveResponse* response) {
+inline Outcome CallSolve(v1::PoseWire::Stub& stub,
+                         const v1::SolveRequest& request,
+                         v1::SolveResponse* response) {
   grpc::ClientContext context;
   context.set_deadline(Deadline());
   Outcome outcome = FromStatus(stub.Solve(&context, request, response));
@@ -352,7 +355,7 @@ inline Outcome CallSolve(v1::PoseWire::Stub& stub, const v1::SolveRequest& reque
 // succeed. Then the session must go on: a well-formed frame is solved and
 // the stream closes cleanly.
 inline Outcome RunSession(v1::PoseWire::Stub& stub,
-                   const std::vector<v1::SessionRequest>& messages) {
+                          const std::vector<v1::SessionRequest>& messages) {
   grpc::ClientContext context;
   context.set_deadline(Deadline());
   std::unique_ptr<Stream> stream = stub.Session(&context);
@@ -393,8 +396,8 @@ inline Outcome RunSession(v1::PoseWire::Stub& stub,
 }
 
 inline BadInput SolveRow(std::string name, std::string input,
-                  std::function<void(v1::SolveRequest&)> edit,
-                  grpc::StatusCode code, std::string message) {
+                         std::function<void(v1::SolveRequest&)> edit,
+                         grpc::StatusCode code, std::string message) {
   return {std::move(name), std::move(input),
           [edit = std::move(edit)](v1::PoseWire::Stub& stub) {
             v1::SolveRequest request = BaseSolve();
@@ -409,8 +412,8 @@ inline BadInput SolveRow(std::string name, std::string input,
 // weight counting as 0): it must answer OK with exactly the pose of the
 // in-range request `same`, bit for bit.
 inline BadInput SolveSameRow(std::string name, std::string input,
-                      std::function<void(v1::SolveRequest&)> edit,
-                      std::function<void(v1::SolveRequest&)> same) {
+                             std::function<void(v1::SolveRequest&)> edit,
+                             std::function<void(v1::SolveRequest&)> same) {
   return {std::move(name), std::move(input),
           [edit = std::move(edit),
            same = std::move(same)](v1::PoseWire::Stub& stub) {
@@ -435,9 +438,10 @@ inline BadInput SolveSameRow(std::string name, std::string input,
           grpc::StatusCode::OK, ""};
 }
 
-inline BadInput SessionRow(std::string name, std::string input,
-                    std::function<std::vector<v1::SessionRequest>()> messages,
-                    grpc::StatusCode code, std::string message) {
+inline BadInput SessionRow(
+    std::string name, std::string input,
+    std::function<std::vector<v1::SessionRequest>()> messages,
+    grpc::StatusCode code, std::string message) {
   return {std::move(name), std::move(input),
           [messages = std::move(messages)](v1::PoseWire::Stub& stub) {
             return RunSession(stub, messages());
@@ -447,8 +451,8 @@ inline BadInput SessionRow(std::string name, std::string input,
 
 // A frame for "hero" with `edit` applied to its character entry.
 inline BadInput FrameRow(std::string name, std::string input,
-                  std::function<void(v1::CharacterFrame&)> edit,
-                  grpc::StatusCode code, std::string message) {
+                         std::function<void(v1::CharacterFrame&)> edit,
+                         grpc::StatusCode code, std::string message) {
   return SessionRow(
       std::move(name), std::move(input),
       [edit = std::move(edit)] {
@@ -461,8 +465,8 @@ inline BadInput FrameRow(std::string name, std::string input,
 
 // One of the setup registrations sent again, with `edit` applied.
 inline BadInput SetupAgainRow(std::string name, std::string input, int index,
-                       std::function<void(v1::SessionRequest&)> edit,
-                       grpc::StatusCode code, std::string message) {
+                              std::function<void(v1::SessionRequest&)> edit,
+                              grpc::StatusCode code, std::string message) {
   return SessionRow(
       std::move(name), std::move(input),
       [index, edit = std::move(edit)] {
@@ -476,7 +480,7 @@ inline BadInput SetupAgainRow(std::string name, std::string input, int index,
 // Raw bytes to a method, bypassing the generated (always well-formed)
 // serialisation.
 inline Outcome CallRaw(const std::shared_ptr<grpc::Channel>& channel,
-                const std::string& method, const std::string& bytes) {
+                       const std::string& method, const std::string& bytes) {
   grpc::GenericStub stub(channel);
   grpc::ClientContext context;
   context.set_deadline(Deadline());
@@ -500,7 +504,7 @@ inline Outcome CallRaw(const std::shared_ptr<grpc::Channel>& channel,
 // is `bytes`, raw. The outcome is how the stream ends; its message also
 // says how many of the two messages were answered.
 inline Outcome RawSession(const std::shared_ptr<grpc::Channel>& channel,
-                   const std::string& bytes) {
+                          const std::string& bytes) {
   grpc::GenericStub stub(channel);
   grpc::ClientContext context;
   context.set_deadline(Deadline());

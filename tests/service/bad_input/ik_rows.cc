@@ -1,4 +1,5 @@
-// Bad-input catalogue rows: Chain IK (two-bone, aim, CCD, FABRIK, trees) and full-body IK.
+// Bad-input catalogue rows: Chain IK (two-bone, aim, CCD, FABRIK, trees) and
+// full-body IK.
 #include "tests/service/bad_input/harness.h"
 
 namespace posewire::server::bad_input {
@@ -48,8 +49,7 @@ std::vector<BadInput> IkRows() {
   add(SolveRow(
       "two_bone_weight_nan", "two_bone_ik weight NaN",
       [](auto& r) { TwoBone(r)->set_weight(kNaN); },
-      StatusCode::INVALID_ARGUMENT,
-      "characters[0].ops[0].two_bone_ik.weight"));
+      StatusCode::INVALID_ARGUMENT, "characters[0].ops[0].two_bone_ik.weight"));
   add(SolveSameRow(
       "two_bone_weight_negative",
       "two_bone_ik weight -5 (clamped to 0: the input pose)",

@@ -1,4 +1,5 @@
-// Bad-input catalogue rows: Blend and additive weights; crossfade commands and their state.
+// Bad-input catalogue rows: Blend and additive weights; crossfade commands and
+// their state.
 #include "tests/service/bad_input/harness.h"
 
 namespace posewire::server::bad_input {

@@ -1,5 +1,5 @@
-// Bad-input catalogue rows: Skeletons, input poses and placements, request-level fields, clips and
-// the operation oneof.
+// Bad-input catalogue rows: Skeletons, input poses and placements,
+// request-level fields, clips and the operation oneof.
 #include "tests/service/bad_input/harness.h"
 
 namespace posewire::server::bad_input {

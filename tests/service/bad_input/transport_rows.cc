@@ -1,4 +1,5 @@
-// Bad-input catalogue rows: The transport: truncation, cancellation, oversized and raw bytes.
+// Bad-input catalogue rows: The transport: truncation, cancellation, oversized
+// and raw bytes.
 #include "tests/service/bad_input/harness.h"
 
 namespace posewire::server::bad_input {

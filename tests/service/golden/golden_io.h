@@ -73,8 +73,8 @@ inline bool DecodeRecords(const std::string& bytes,
   while (coded.CurrentPosition() < static_cast<int>(bytes.size())) {
     uint32_t kind = 0, size = 0;
     Record r;
-    if (!coded.ReadVarint32(&kind) || !coded.ReadVarint32(&size) ||
-        kind < 1 || kind > 5 || !coded.ReadString(&r.bytes, size)) {
+    if (!coded.ReadVarint32(&kind) || !coded.ReadVarint32(&size) || kind < 1 ||
+        kind > 5 || !coded.ReadString(&r.bytes, size)) {
       return false;
     }
     r.kind = static_cast<RecordKind>(kind);

@@ -5,14 +5,14 @@
 // answers are known good; every call must succeed, or nothing is written.
 //
 //   golden_record WALK.bvh OUT_DIR   writes OUT_DIR/solve.rec, session.rec
+#include <grpcpp/grpcpp.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
@@ -67,10 +67,9 @@ std::vector<std::pair<std::string, std::string>> OpTexts(const Targets& t) {
        absl::StrCat(R"(two_bone_ik { start_joint: "LeftHip"
          mid_joint: "LeftKnee" end_joint: "LeftAnkle" target )",
                     V(t.left_ankle), " }")},
-      {"two_bone_ik",
-       absl::StrCat(R"(two_bone_ik { start_joint: "RightShoulder"
+      {"two_bone_ik", absl::StrCat(R"(two_bone_ik { start_joint: "RightShoulder"
          mid_joint: "RightElbow" end_joint: "RightWrist" target )",
-                    V(t.right_wrist), R"( pole_vector { z: 1 }
+                                   V(t.right_wrist), R"( pole_vector { z: 1 }
          bend_goal { x: -5 y: 18 z: 8 } mid_axis { x: 1 } twist_angle: 0.2
          soften: 0.9 weight: 0.8 end_rotation { x: 0 y: 0.7071068 z: 0
          w: 0.7071068 } end_rotation_weight: 0.5 stretch: true
@@ -104,12 +103,11 @@ std::vector<std::pair<std::string, std::string>> OpTexts(const Targets& t) {
          tolerance { absolute: 0.01 } weight: 0.95 over_relaxation: 0.5
          limits { joint: "RightElbow" swing_twist { axis { y: 1 }
                   max_swing: 1 min_twist: -0.5 max_twist: 0.5 } } })")},
-      {"fabrik_tree_ik_defaults",
-       absl::StrCat(R"(fabrik_tree_ik { root: "Chest"
+      {"fabrik_tree_ik_defaults", absl::StrCat(R"(fabrik_tree_ik { root: "Chest"
          effectors { joint: "LeftWrist" target )",
-                    V(t.left_wrist), R"( }
+                                               V(t.left_wrist), R"( }
          effectors { joint: "RightWrist" target )",
-                    V(t.right_wrist), " } }")},
+                                               V(t.right_wrist), " } }")},
       {"fabrik_tree_ik", absl::StrCat(R"(fabrik_tree_ik { root: "lowerback"
          effectors { joint: "LeftWrist" target )",
                                       V(t.left_wrist), R"( }
@@ -138,10 +136,9 @@ std::vector<std::pair<std::string, std::string>> OpTexts(const Targets& t) {
                  maintain_rotation_weight: 0.3 }
          ik_position_weight: 0.9 iterations: 6 spine_iterations: 3
          spine_twist_weight: 0.5 head_maintain_rotation_weight: 0.4 })")},
-      {"full_body_ccd_defaults",
-       absl::StrCat(R"(full_body_ccd {
+      {"full_body_ccd_defaults", absl::StrCat(R"(full_body_ccd {
          effectors { joint: "LeftWrist" target )",
-                    V(t.left_wrist), " } }")},
+                                              V(t.left_wrist), " } }")},
       {"full_body_ccd", absl::StrCat(R"(full_body_ccd {
          effectors { joint: "LeftWrist" target )",
                                      V(t.left_wrist), R"( offset { x: 0.5 } }
@@ -231,7 +228,8 @@ class Recorder {
       for (int c = 0; c < batch.characters_size(); ++c) {
         v1::CharacterInput* in = batch.mutable_characters(c);
         *in->mutable_state() = response.characters(c).state();
-        in->mutable_skeleton()->set_hash(response.characters(c).skeleton_hash());
+        in->mutable_skeleton()->set_hash(
+            response.characters(c).skeleton_hash());
         TransformToProto(Root(c, frame + 1), in->mutable_root());
         *in->mutable_pose() = response.characters(c).pose();
       }
@@ -291,8 +289,7 @@ class Recorder {
         v1::CharacterFrame* c = frame->add_characters();
         c->set_character_id(id);
         server::PoseToProto(poses_[(f + k) % poses_.size()], c->mutable_pose());
-        TransformToProto(Root(static_cast<int>(k), f),
-                                 c->mutable_root());
+        TransformToProto(Root(static_cast<int>(k), f), c->mutable_root());
         c->set_want_model_pose((f + k) % 3 == 0);
         if (f == 12 && k % 4 == 0) c->set_reset_state(true);
         const bool every = id.starts_with("everything");
@@ -315,19 +312,17 @@ class Recorder {
           if (every && op >= static_cast<int>(ops_.size())) break;
           const std::string& name =
               every ? ops_[op].first : ops_[OpIndexOfRig(id)].first;
-          const bool target = name.starts_with("two_bone_ik") ||
-                              name.starts_with("aim_ik") ||
-                              name.starts_with("ccd_ik") ||
-                              name.starts_with("fabrik_ik");
+          const bool target =
+              name.starts_with("two_bone_ik") || name.starts_with("aim_ik") ||
+              name.starts_with("ccd_ik") || name.starts_with("fabrik_ik");
           if (!target || f % 3 == 2) continue;
           v1::OpUpdate* u = c->add_op_updates();
           u->set_op(op);
-          Eigen::Vector3f goal =
-              (name.starts_with("two_bone_ik_defaults") ||
-                       name.starts_with("fabrik_ik_defaults")
-                   ? targets_.left_ankle
-                   : targets_.left_wrist) +
-              Eigen::Vector3f(phase, -phase, 0.5f * phase);
+          Eigen::Vector3f goal = (name.starts_with("two_bone_ik_defaults") ||
+                                          name.starts_with("fabrik_ik_defaults")
+                                      ? targets_.left_ankle
+                                      : targets_.left_wrist) +
+                                 Eigen::Vector3f(phase, -phase, 0.5f * phase);
           if (name.starts_with("aim_ik")) goal = targets_.head;
           if (name == "fabrik_ik_defaults") goal = targets_.right_ankle;
           if (name == "fabrik_ik" || name == "two_bone_ik") {
@@ -351,9 +346,8 @@ class Recorder {
   }
 
  private:
-  using Stream =
-      std::unique_ptr<grpc::ClientReaderWriter<v1::SessionRequest,
-                                               v1::SessionResponse>>;
+  using Stream = std::unique_ptr<
+      grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>>;
 
   // The walk's keys from `start` seconds on, every fourth key for one
   // second, as a clip called `name` (a short clip keeps recordings small).
@@ -373,7 +367,8 @@ class Recorder {
           const float time = in.times(k) - start;
           if (time < 0.0f || time > 1.0f || k % 4 != 0) continue;
           t->add_times(time);
-          for (int w = 0; w < width; ++w) t->add_values(in.values(k * width + w));
+          for (int w = 0; w < width; ++w)
+            t->add_values(in.values(k * width + w));
         }
       };
       trim(joint.translation(), 3, j->mutable_translation());
@@ -423,11 +418,10 @@ class Recorder {
   // A component placement that moves and turns from frame to frame.
   static Transform Root(int character, int frame) {
     Transform t = Transform::Identity();
-    t.translation = Eigen::Vector3f(3.0f * character + 0.7f * frame, 0.0f,
-                                    -0.4f * frame);
-    t.rotation = Eigen::Quaternionf(
-        Eigen::AngleAxisf(0.05f * frame + 0.3f * character,
-                          Eigen::Vector3f::UnitY()));
+    t.translation =
+        Eigen::Vector3f(3.0f * character + 0.7f * frame, 0.0f, -0.4f * frame);
+    t.rotation = Eigen::Quaternionf(Eigen::AngleAxisf(
+        0.05f * frame + 0.3f * character, Eigen::Vector3f::UnitY()));
     return t;
   }
 

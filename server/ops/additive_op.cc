@@ -33,7 +33,7 @@ class Additive final : public PreparedOp {
                          .additive = additive,
                          .delta = absl::MakeSpan(delta)};
     if (absl::Status s = make.Run(); !s.ok()) {
-      return PrefixField(frame.field, s);
+      return frame.field.Prefix(s);
     }
     AdditiveJob apply;
     apply.skeleton = &frame.skeleton;
@@ -43,7 +43,7 @@ class Additive final : public PreparedOp {
     apply.joint_weights = joint_weights_;
     apply.blend_root = blend_root_;
     apply.output = absl::MakeSpan(frame.pose);
-    return PrefixField(frame.field, apply.Run());
+    return frame.field.Prefix(apply.Run());
   }
 
  private:

@@ -39,7 +39,7 @@ class Blend final : public PreparedOp {
     job.skeleton = &frame.skeleton;
     job.layers = layers;
     job.output = absl::MakeSpan(frame.pose);
-    return PrefixField(frame.field, job.Run());
+    return frame.field.Prefix(job.Run());
   }
 
  private:

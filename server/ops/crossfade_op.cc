@@ -42,7 +42,7 @@ class Crossfade final : public PreparedOp {
     for (size_t i = 0; i < commands_.size(); ++i) {
       const Command& command = commands_[i];
       auto where = [&](absl::string_view leaf) {
-        return absl::StrCat(frame.field, ".commands[", i, "]", leaf);
+        return absl::StrCat(frame.field.str(), ".commands[", i, "]", leaf);
       };
       switch (command.kind) {
         case v1::CrossfadeCommand::kPlay: {
@@ -82,7 +82,7 @@ class Crossfade final : public PreparedOp {
     job.dt = frame.dt;
     job.pose = absl::MakeSpan(frame.pose);
     if (absl::Status s = job.Run(); !s.ok()) {
-      return fail(PrefixField(frame.field, s));
+      return fail(frame.field.Prefix(s));
     }
     std::swap(slot->second.state, slot->second.next);
     if (frame.undo != nullptr) {

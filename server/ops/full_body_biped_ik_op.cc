@@ -72,7 +72,7 @@ class FullBodyBipedIk final : public PreparedOp {
     job.output = absl::MakeSpan(frame.pose);
     FullBodyBipedResult result;
     job.result = &result;
-    if (absl::Status s = job.Run(); !s.ok()) return PrefixField(frame.field, s);
+    if (absl::Status s = job.Run(); !s.ok()) return frame.field.Prefix(s);
     frame.result.set_reached(result.reached);
     frame.result.set_error(result.max_error);
     frame.result.set_iterations(result.iterations);

@@ -55,7 +55,7 @@ absl::StatusOr<Eigen::Vector3f> CompiledTarget::For(
   }
   if (value.has_value()) return *value;
   return absl::InvalidArgumentError(
-      absl::StrCat(frame.field, leaf, ": required"));
+      absl::StrCat(frame.field.str(), leaf, ": required"));
 }
 
 absl::StatusOr<CompiledTarget> CompileTarget(bool has, const v1::Vec3& v,

@@ -103,7 +103,7 @@ absl::Status RunIkJob(Job& job, OpFrame& frame) {
   job.output = absl::MakeSpan(frame.pose);
   IkResult result;
   job.result = &result;
-  if (absl::Status s = job.Run(); !s.ok()) return PrefixField(frame.field, s);
+  if (absl::Status s = job.Run(); !s.ok()) return frame.field.Prefix(s);
   ReportIk(result, frame.result);
   return absl::OkStatus();
 }

@@ -20,10 +20,12 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "posewire/v1/operations.pb.h"
 #include "posewire/v1/posewire.pb.h"
 #include "server/ops/clip_library.h"
+#include "server/wire/wire_convert.h"
 #include "solver_core/dynamics/dynamics_state.h"
 #include "solver_core/model/pose.h"
 #include "solver_core/model/skeleton.h"
@@ -115,6 +117,21 @@ struct OpCompileInput {
   absl::string_view field;
 };
 
+// An op's field name, e.g. "frame.characters[0]" + ".ops[1].aim_ik", kept
+// in its two parts and joined only for an error: joining them for every op
+// of every frame would cost more than some ops' own bookkeeping.
+struct OpField {
+  absl::string_view character;
+  absl::string_view op;
+
+  std::string str() const { return absl::StrCat(character, op); }
+  // `status` with this field before its message; OK stays OK.
+  absl::Status Prefix(absl::Status status) const {
+    if (status.ok()) return status;
+    return PrefixField(str(), status);
+  }
+};
+
 // What one frame's run of a prepared op reads and writes.
 struct OpFrame {
   const Skeleton& skeleton;
@@ -128,7 +145,7 @@ struct OpFrame {
   const v1::OpUpdate* update;
   v1::OperationResult& result;
   // The op's field for errors, e.g. "frame.characters[0].ops[1].aim_ik".
-  absl::string_view field;
+  OpField field;
   // Where a stateful op records what it changed in `state`; null when the
   // caller keeps no state after a failure (a Solve).
   StateUndo* undo = nullptr;

@@ -84,10 +84,6 @@ absl::Status RunPlan(
     const Plan& plan, const PlanFrame& frame, LocalPose& pose,
     CharacterState& state,
     google::protobuf::RepeatedPtrField<v1::OperationResult>* results) {
-  // Each op's field name ("characters[2].ops[1].blend"), which every error
-  // starts with: the character's prefix and the op's suffix the plan keeps,
-  // joined in a per-thread buffer.
-  thread_local std::string field;
   auto op_started = frame.timings != nullptr
                         ? std::chrono::steady_clock::now()
                         : std::chrono::steady_clock::time_point();
@@ -95,8 +91,6 @@ absl::Status RunPlan(
     const v1::Operation::OpCase op_case = plan.op_case(i);
     v1::OperationResult* result = results->Add();
     result->set_op(OperationName(op_case));
-    field.assign(frame.field.data(), frame.field.size());
-    field += plan.field_suffix(i);
     OpFrame op_frame{
         .skeleton = *frame.skeleton,
         .clips = *frame.clips,
@@ -106,7 +100,10 @@ absl::Status RunPlan(
         .state = state,
         .update = frame.updates.empty() ? nullptr : frame.updates[i],
         .result = *result,
-        .field = field,
+        // Each op's field name ("characters[2].ops[1].blend"), which every
+        // error starts with: the character's prefix and the op's suffix
+        // the plan keeps.
+        .field = {.character = frame.field, .op = plan.field_suffix(i)},
         .undo = frame.undo};
     if (absl::Status s = plan.op(i).Run(op_frame); !s.ok()) {
       // The pose op i was given went unscreened when op i screens its own

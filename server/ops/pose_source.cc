@@ -38,7 +38,8 @@ absl::Status SampleInto(const OpFrame& frame, const CompiledSample& sample,
   auto clip = frame.clips.Find(sample.clip, absl::string_view());
   if (!clip.ok()) {
     return frame.clips
-        .Find(sample.clip, absl::StrCat(frame.field, sample.field, ".clip"))
+        .Find(sample.clip,
+              absl::StrCat(frame.field.str(), sample.field, ".clip"))
         .status();
   }
   SamplingJob job;
@@ -51,7 +52,7 @@ absl::Status SampleInto(const OpFrame& frame, const CompiledSample& sample,
   job.output = out;
   absl::Status status = job.Run();
   if (!status.ok()) {
-    return PrefixField(absl::StrCat(frame.field, sample.field), status);
+    return PrefixField(absl::StrCat(frame.field.str(), sample.field), status);
   }
   return status;
 }

@@ -216,7 +216,7 @@ class SpringBones final : public PreparedOp {
     job.scratch = &scratch;
     if (absl::Status s = job.Run(); !s.ok()) {
       if (created) frame.state.springs.erase(slot);
-      return PrefixField(frame.field, s);
+      return frame.field.Prefix(s);
     }
     std::swap(slot->second.state, slot->second.next);
     if (frame.undo != nullptr) {

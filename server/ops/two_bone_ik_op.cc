@@ -32,7 +32,7 @@ class TwoBoneIk final : public PreparedOp {
     job.output = absl::MakeSpan(frame.pose);  // in place
     TwoBoneIkResult result;
     job.result = &result;
-    if (absl::Status s = job.Run(); !s.ok()) return PrefixField(frame.field, s);
+    if (absl::Status s = job.Run(); !s.ok()) return frame.field.Prefix(s);
     frame.result.set_reached(result.reached);
     frame.result.set_error(result.error);
     frame.result.set_iterations(result.iterations);

@@ -3,6 +3,7 @@
 #include <openssl/sha.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -15,12 +16,30 @@
 namespace posewire::server {
 namespace {
 
-Transform UnpackTransform(const float* f) {
-  Transform t;
-  t.translation = Eigen::Vector3f(f[0], f[1], f[2]);
-  t.rotation = Eigen::Quaternionf(f[6], f[3], f[4], f[5]);  // w, x, y, z
-  t.scale = Eigen::Vector3f(f[7], f[8], f[9]);
-  return t;
+// A Transform is three 16-byte rows: translation and padding, rotation
+// (x, y, z, w: the wire's order), scale and padding. The wire's 10 floats
+// per joint are the rows without their padding, so a pose is copied row by
+// row, not float by float (the answer's pose is written once per character
+// of every frame).
+static_assert(sizeof(Transform) == 48 &&
+              offsetof(Transform, translation) == 0 &&
+              offsetof(Transform, rotation) == 16 &&
+              offsetof(Transform, scale) == 32 &&
+              sizeof(Eigen::Quaternionf) == 16 &&
+              sizeof(Eigen::Vector3f) == 12);
+
+void UnpackTransformRows(const float* f, Transform& t) {
+  std::memcpy(t.translation.data(), f, 12);
+  std::memcpy(t.rotation.coeffs().data(), f + 3, 16);
+  std::memcpy(t.scale.data(), f + 7, 12);
+}
+
+// Writes 11 floats: the joint's 10 and one of padding after them.
+void PackTransformRows(const Transform& t, float* f) {
+  const char* rows = reinterpret_cast<const char*>(&t);
+  std::memcpy(f, rows, 16);
+  std::memcpy(f + 3, rows + 16, 16);
+  std::memcpy(f + 7, rows + 32, 16);
 }
 
 void PackTransform(const Transform& t, float* f) {
@@ -47,8 +66,10 @@ absl::Status UnpackPoseInto(
                      ": 10 per joint, tx ty tz qx qy qz qw sx sy sz)"));
   }
   out.resize(joints);
-  for (int j = 0; j < joints; ++j) {
-    out[j] = UnpackTransform(floats.data() + j * kFloatsPerJoint);
+  const float* f = floats.data();
+  for (Transform& t : out) {
+    UnpackTransformRows(f, t);
+    f += kFloatsPerJoint;
   }
   return absl::OkStatus();
 }
@@ -251,10 +272,15 @@ void PoseToProto(absl::Span<const Transform> pose, v1::Pose* proto) {
   floats->Clear();
   floats->Reserve(n);
   float* f = floats->AddNAlreadyReserved(n);
-  for (const Transform& t : pose) {
-    PackTransform(t, f);
+  if (pose.empty()) return;
+  // Every joint but the last is copied 16 bytes per row; the scale row's
+  // padding lands on the next joint's first float, which that joint's own
+  // copy then overwrites.
+  for (const Transform& t : pose.first(pose.size() - 1)) {
+    PackTransformRows(t, f);
     f += kFloatsPerJoint;
   }
+  PackTransform(pose.back(), f);
 }
 
 absl::StatusOr<Eigen::Vector3f> Vec3FromProto(const v1::Vec3& proto,

@@ -26,8 +26,10 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "clients/cli/inspect.h"
@@ -147,10 +149,21 @@ int Info() {
       << "  max_sessions_per_peer:    " << limits.max_sessions_per_peer()
       << " (0: none)\n"
       << "  max_session_bytes:        " << limits.max_session_bytes() << "\n"
-      << "operations:  "
-      << (info.operations().empty() ? std::string("(none)")
-                                    : absl::StrJoin(info.operations(), ", "))
-      << "\n";
+      << "operations:" << (info.operations().empty() ? "  (none)" : "") << "\n";
+  // One line per op: what a frame's op_updates may change, and the range
+  // each bounded count accepts on this server.
+  for (const posewire::v1::OperationInfo& op : info.operation_info()) {
+    std::string line = absl::StrFormat("  %-20s", op.name());
+    if (!op.updatable().empty()) {
+      absl::StrAppend(&line, " updates: ", absl::StrJoin(op.updatable(), ", "));
+    }
+    for (const posewire::v1::FieldRange& range : op.ranges()) {
+      absl::StrAppend(&line, line.back() == ' ' ? "" : ";", " ", range.field(),
+                      " in [", range.min(), ", ", range.max(), "]");
+    }
+    absl::StripTrailingAsciiWhitespace(&line);
+    std::cout << line << "\n";
+  }
   return 0;
 }
 

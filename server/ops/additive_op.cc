@@ -80,7 +80,8 @@ OpSpec AdditiveOpSpec() {
   return {.op_case = v1::Operation::kAdditive,
           .updatable = {.target = false, .bend_goal = false, .time = false},
           .screens_input_pose = true,
-          .compile = Compile};
+          .compile = Compile,
+          .ranges = {}};
 }
 
 }  // namespace posewire::server

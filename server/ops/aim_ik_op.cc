@@ -90,7 +90,11 @@ OpSpec AimIkOpSpec() {
   return {.op_case = v1::Operation::kAimIk,
           .updatable = {.target = true, .bend_goal = false, .time = false},
           .screens_input_pose = false,
-          .compile = Compile};
+          .compile = Compile,
+          .ranges = {{.field = "clamp_smoothing",
+                      .min = 0,
+                      .max = kMaxWireClampSmoothing,
+                      .server_limited = false}}};
 }
 
 }  // namespace posewire::server

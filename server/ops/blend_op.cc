@@ -87,7 +87,8 @@ OpSpec BlendOpSpec() {
   return {.op_case = v1::Operation::kBlend,
           .updatable = {.target = false, .bend_goal = false, .time = false},
           .screens_input_pose = false,
-          .compile = Compile};
+          .compile = Compile,
+          .ranges = {}};
 }
 
 }  // namespace posewire::server

@@ -141,7 +141,8 @@ OpSpec CrossfadeOpSpec() {
   return {.op_case = v1::Operation::kCrossfade,
           .updatable = {.target = false, .bend_goal = false, .time = false},
           .screens_input_pose = false,
-          .compile = Compile};
+          .compile = Compile,
+          .ranges = {}};
 }
 
 }  // namespace posewire::server

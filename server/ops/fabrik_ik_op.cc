@@ -76,7 +76,11 @@ OpSpec FabrikIkOpSpec() {
   return {.op_case = v1::Operation::kFabrikIk,
           .updatable = {.target = true, .bend_goal = false, .time = false},
           .screens_input_pose = true,
-          .compile = Compile};
+          .compile = Compile,
+          .ranges = {{.field = "max_iterations",
+                      .min = 0,
+                      .max = kMaxIkIterations,
+                      .server_limited = true}}};
 }
 
 }  // namespace posewire::server

@@ -186,7 +186,15 @@ OpSpec FullBodyBipedIkOpSpec() {
   return {.op_case = v1::Operation::kFullBodyBipedIk,
           .updatable = {.target = false, .bend_goal = false, .time = false},
           .screens_input_pose = true,
-          .compile = Compile};
+          .compile = Compile,
+          .ranges = {{.field = "iterations",
+                      .min = 0,
+                      .max = kMaxFullBodyBipedIterations,
+                      .server_limited = true},
+                     {.field = "spine_iterations",
+                      .min = 1,
+                      .max = kMaxSpineMappingIterations,
+                      .server_limited = true}}};
 }
 
 }  // namespace posewire::server

@@ -80,7 +80,11 @@ OpSpec FullBodyCcdOpSpec() {
   return {.op_case = v1::Operation::kFullBodyCcd,
           .updatable = {.target = false, .bend_goal = false, .time = false},
           .screens_input_pose = true,
-          .compile = Compile};
+          .compile = Compile,
+          .ranges = {{.field = "max_iterations",
+                      .min = 0,
+                      .max = kMaxIkIterations,
+                      .server_limited = true}}};
 }
 
 }  // namespace posewire::server

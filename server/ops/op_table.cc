@@ -1,6 +1,7 @@
 #include "server/ops/op_table.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace posewire::server {
 namespace {
@@ -68,6 +69,30 @@ const std::string& OperationName(v1::Operation::OpCase op_case) {
 
 const std::vector<std::string>& SupportedOperations() {
   return TheTable().supported;
+}
+
+void DescribeOperations(
+    const OpLimits& limits,
+    google::protobuf::RepeatedPtrField<v1::OperationInfo>* out) {
+  for (const OpSpec& spec : OpTable()) {
+    v1::OperationInfo* info = out->Add();
+    info->set_name(OperationName(spec.op_case));
+    for (const auto& [takes, name] :
+         {std::pair{spec.updatable.target, "target"},
+          std::pair{spec.updatable.bend_goal, "bend_goal"},
+          std::pair{spec.updatable.time, "time"}}) {
+      if (takes) info->add_updatable(name);
+    }
+    for (const FieldRange& range : spec.ranges) {
+      v1::FieldRange* r = info->add_ranges();
+      r->set_field(std::string(range.field));
+      r->set_min(range.min);
+      r->set_max(
+          range.server_limited
+              ? std::min<int64_t>(range.max, limits.max_solver_iterations)
+              : range.max);
+    }
+  }
 }
 
 }  // namespace posewire::server

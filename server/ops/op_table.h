@@ -6,11 +6,14 @@
 #ifndef POSEWIRE_SERVER_OPS_OP_TABLE_H_
 #define POSEWIRE_SERVER_OPS_OP_TABLE_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "posewire/v1/operations.pb.h"
+#include "posewire/v1/posewire.pb.h"
 #include "server/ops/op.h"
 
 namespace posewire::server {
@@ -22,6 +25,18 @@ struct UpdatableInputs {
   bool time = false;
 };
 
+// A bounded integer field of an op (a count of iterations or steps), as
+// GetInfo reports it. A value above `max` is outside the op's contract
+// (INVALID_ARGUMENT); when `server_limited`, the server's
+// max_solver_iterations lowers the bound, and a value above that is a
+// server limit (RESOURCE_EXHAUSTED).
+struct FieldRange {
+  absl::string_view field;  // inside the op, e.g. "rig.max_substeps"
+  int64_t min = 0;
+  int64_t max = 0;
+  bool server_limited = false;
+};
+
 struct OpSpec {
   v1::Operation::OpCase op_case = v1::Operation::OP_NOT_SET;
   UpdatableInputs updatable;
@@ -30,6 +45,8 @@ struct OpSpec {
   // before it produced (the job does).
   bool screens_input_pose = false;
   CompiledOp (*compile)(const OpCompileInput& input) = nullptr;
+  // Every bounded count the op takes.
+  std::vector<FieldRange> ranges;
 };
 
 // Every implemented op, in the proto's field order.
@@ -43,6 +60,12 @@ const std::string& OperationName(v1::Operation::OpCase op_case);
 
 // The names of OpTable's ops, as GetInfo reports them.
 const std::vector<std::string>& SupportedOperations();
+
+// GetInfo's description of every op: its name, the inputs an OpUpdate may
+// change, and its bounded fields as a server with `limits` accepts them.
+void DescribeOperations(
+    const OpLimits& limits,
+    google::protobuf::RepeatedPtrField<v1::OperationInfo>* out);
 
 // Each adapter's entry (defined in the adapter's file).
 OpSpec SampleClipOpSpec();

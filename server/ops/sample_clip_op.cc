@@ -35,7 +35,8 @@ OpSpec SampleClipOpSpec() {
   return {.op_case = v1::Operation::kSampleClip,
           .updatable = {.target = false, .bend_goal = false, .time = true},
           .screens_input_pose = false,
-          .compile = Compile};
+          .compile = Compile,
+          .ranges = {}};
 }
 
 }  // namespace posewire::server

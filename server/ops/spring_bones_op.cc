@@ -14,6 +14,9 @@
 #include "solver_core/dynamics/spring_bones.h"
 
 namespace posewire::server {
+
+// SpringRigDesc::max_substeps' documented range is [1, 64].
+constexpr int kMaxSpringSubsteps = 64;
 namespace {
 
 constexpr char kDefaultSpringKey[] = "spring_bones";
@@ -310,7 +313,11 @@ OpSpec SpringBonesOpSpec() {
   return {.op_case = v1::Operation::kSpringBones,
           .updatable = {.target = false, .bend_goal = false, .time = false},
           .screens_input_pose = true,
-          .compile = Compile};
+          .compile = Compile,
+          .ranges = {{.field = "rig.max_substeps",
+                      .min = 1,
+                      .max = kMaxSpringSubsteps,
+                      .server_limited = true}}};
 }
 
 }  // namespace posewire::server

@@ -98,7 +98,8 @@ OpSpec TwoBoneIkOpSpec() {
   return {.op_case = v1::Operation::kTwoBoneIk,
           .updatable = {.target = true, .bend_goal = true, .time = false},
           .screens_input_pose = false,
-          .compile = Compile};
+          .compile = Compile,
+          .ranges = {}};
 }
 
 }  // namespace posewire::server

@@ -106,7 +106,8 @@ OpSpec ValidateOpSpec() {
   return {.op_case = v1::Operation::kValidate,
           .updatable = {.target = false, .bend_goal = false, .time = false},
           .screens_input_pose = false,
-          .compile = Compile};
+          .compile = Compile,
+          .ranges = {}};
 }
 
 }  // namespace posewire::server

@@ -315,6 +315,8 @@ PoseWireService::PoseWireService(const ServerConfig& config, Metrics* metrics,
   // Exactly the op table; nothing that would answer
   // UNIMPLEMENTED.
   for (const std::string& op : SupportedOperations()) info_.add_operations(op);
+  DescribeOperations({.max_solver_iterations = config.max_solver_iterations},
+                     info_.mutable_operation_info());
 }
 
 PoseWireService::~PoseWireService() {

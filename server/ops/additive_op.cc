@@ -39,7 +39,9 @@ class Additive final : public PreparedOp {
     apply.skeleton = &frame.skeleton;
     apply.input = frame.pose;
     apply.delta = delta;
-    apply.weight = weight_;
+    apply.weight = frame.update != nullptr && frame.update->has_weight()
+                       ? frame.update->weight()
+                       : weight_;
     apply.joint_weights = joint_weights_;
     apply.blend_root = blend_root_;
     apply.output = absl::MakeSpan(frame.pose);
@@ -78,7 +80,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 
 OpSpec AdditiveOpSpec() {
   return {.op_case = v1::Operation::kAdditive,
-          .updatable = {.target = false, .bend_goal = false, .time = false},
+          .updatable = kUpdateWeight,
           .screens_input_pose = true,
           .compile = Compile,
           .ranges = {}};

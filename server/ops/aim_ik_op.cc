@@ -21,6 +21,12 @@ class AimIk final : public PreparedOp {
     auto target = target_.For(frame);
     if (!target.ok()) return target.status();
     job.target = *target;
+    if (const v1::OpUpdate* update = frame.update) {
+      if (update->has_pole_vector()) {
+        job.pole_vector = UpdateVector(update->pole_vector());
+      }
+      if (update->has_weight()) job.weight = update->weight();
+    }
     job.skeleton = &frame.skeleton;
     job.local = frame.pose;
     job.model = ModelOfAncestors(frame.skeleton, frame.pose, job.joint);
@@ -88,7 +94,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 
 OpSpec AimIkOpSpec() {
   return {.op_case = v1::Operation::kAimIk,
-          .updatable = {.target = true, .bend_goal = false, .time = false},
+          .updatable = kUpdateTarget | kUpdateWeight | kUpdatePoleVector,
           .screens_input_pose = false,
           .compile = Compile,
           .ranges = {{.field = "clamp_smoothing",

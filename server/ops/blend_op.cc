@@ -1,5 +1,6 @@
 // blend: a weighted blend of layers (current pose, rest pose, a clip sample
 // or a given pose) under an optional blend root.
+#include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -22,8 +23,30 @@ class Blend final : public PreparedOp {
   Blend(std::vector<Layer> layers, BlendingJob job)
       : layers_(std::move(layers)), job_(job) {}
 
+  absl::Status CheckUpdate(const v1::OpUpdate& update,
+                           UpdateWhere where) const override {
+    if (update.layer_weights_size() != static_cast<int>(layers_.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(".layer_weights"), ": ",
+                       update.layer_weights_size(), " weights for ",
+                       layers_.size(), " layers (one per layer, in order)"));
+    }
+    for (int i = 0; i < update.layer_weights_size(); ++i) {
+      const float w = update.layer_weights(i);
+      // Anything else is the layer weight's own contract (the job's).
+      if (!std::isfinite(w)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where(absl::StrCat(".layer_weights[", i, "]")), ": ",
+                         w, " is not finite"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Run(OpFrame& frame) const override {
     const size_t n = layers_.size();
+    const bool reweighted =
+        frame.update != nullptr && !frame.update->layer_weights().empty();
     std::vector<LocalPose> poses(n);
     std::vector<BlendLayer> layers(n);
     for (size_t i = 0; i < n; ++i) {
@@ -32,7 +55,8 @@ class Blend final : public PreparedOp {
         return s;
       }
       layers[i].transform = poses[i];
-      layers[i].weight = layers_[i].weight;
+      layers[i].weight =
+          reweighted ? frame.update->layer_weights(i) : layers_[i].weight;
       layers[i].joint_weights = layers_[i].joint_weights;
     }
     BlendingJob job = job_;
@@ -85,7 +109,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 
 OpSpec BlendOpSpec() {
   return {.op_case = v1::Operation::kBlend,
-          .updatable = {.target = false, .bend_goal = false, .time = false},
+          .updatable = kUpdateLayerWeights,
           .screens_input_pose = false,
           .compile = Compile,
           .ranges = {}};

@@ -72,7 +72,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 
 OpSpec CcdIkOpSpec() {
   return {.op_case = v1::Operation::kCcdIk,
-          .updatable = {.target = true, .bend_goal = false, .time = false},
+          .updatable = kUpdateTarget | kUpdateWeight,
           .screens_input_pose = true,
           .compile = Compile,
           .ranges = {{.field = "max_iterations",

@@ -139,7 +139,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 
 OpSpec CrossfadeOpSpec() {
   return {.op_case = v1::Operation::kCrossfade,
-          .updatable = {.target = false, .bend_goal = false, .time = false},
+          .updatable = 0,
           .screens_input_pose = false,
           .compile = Compile,
           .ranges = {}};

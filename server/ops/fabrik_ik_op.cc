@@ -74,7 +74,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 
 OpSpec FabrikIkOpSpec() {
   return {.op_case = v1::Operation::kFabrikIk,
-          .updatable = {.target = true, .bend_goal = false, .time = false},
+          .updatable = kUpdateTarget | kUpdateWeight,
           .screens_input_pose = true,
           .compile = Compile,
           .ranges = {{.field = "max_iterations",

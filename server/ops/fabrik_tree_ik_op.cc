@@ -20,9 +20,24 @@ class FabrikTreeIk final : public PreparedOp {
         effectors_(std::move(effectors)),
         limits_(std::move(limits)) {}
 
+  absl::Status CheckUpdate(const v1::OpUpdate& update,
+                           UpdateWhere where) const override {
+    return CheckIndexedEffectorUpdates(
+        update, static_cast<int>(effectors_.size()), false, where);
+  }
+
   absl::Status Run(OpFrame& frame) const override {
     FabrikTreeIkJob job = job_;
     job.effectors = effectors_;
+    if (frame.update != nullptr && !frame.update->effectors().empty()) {
+      // The op's effectors with this frame's targets, in a per-thread copy.
+      thread_local std::vector<FabrikEffector> moved;
+      moved.assign(effectors_.begin(), effectors_.end());
+      for (const v1::EffectorUpdate& e : frame.update->effectors()) {
+        if (e.has_target()) moved[e.index()].target = UpdateVector(e.target());
+      }
+      job.effectors = moved;
+    }
     job.limits = limits_;
     return RunIkJob(job, frame);
   }
@@ -69,7 +84,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 
 OpSpec FabrikTreeIkOpSpec() {
   return {.op_case = v1::Operation::kFabrikTreeIk,
-          .updatable = {.target = false, .bend_goal = false, .time = false},
+          .updatable = kUpdateWeight | kUpdateEffectors,
           .screens_input_pose = true,
           .compile = Compile,
           .ranges = {{.field = "max_iterations",

@@ -1,7 +1,9 @@
 // full_body_biped_ik: FinalIK's FullBodyBipedIK on a biped mapping (found
 // by joint names or given), with effectors for body, shoulders, thighs,
 // hands and feet, and per-limb settings.
+#include <cmath>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -64,8 +66,75 @@ class FullBodyBipedIk final : public PreparedOp {
   FullBodyBipedIk(FullBodyBipedIkJob job, BipedMapping mapping)
       : job_(job), mapping_(std::move(mapping)) {}
 
+  absl::Status CheckUpdate(const v1::OpUpdate& update,
+                           UpdateWhere where) const override {
+    std::vector<bool> seen(kNumBipedEffectors, false);
+    for (int i = 0; i < update.effectors_size(); ++i) {
+      const v1::EffectorUpdate& e = update.effectors(i);
+      auto at = [&](absl::string_view leaf) {
+        return where(absl::StrCat(".effectors[", i, "]", leaf));
+      };
+      const int id = static_cast<int>(e.id());
+      if (id < 0 || id >= kNumBipedEffectors) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at(".id"), ": unknown effector ", id));
+      }
+      if (seen[id]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at(".id"), ": ", v1::BipedEffectorId_Name(e.id()),
+                         " already has an update in this frame"));
+      }
+      seen[id] = true;
+      if (e.index() != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            at(".index"), ": a full_body_biped_ik effector is named by id"));
+      }
+      if (!e.has_target() && !e.has_rotation() && !e.has_position_weight() &&
+          !e.has_rotation_weight()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            at(""),
+            ": updates nothing (set target, rotation, position_weight or "
+            "rotation_weight)"));
+      }
+      if (e.has_target() && !Vec3FromProto(e.target(), {}).ok()) {
+        return Vec3FromProto(e.target(), at(".target")).status();
+      }
+      if (e.has_rotation() && !QuatFromProto(e.rotation(), {}).ok()) {
+        return QuatFromProto(e.rotation(), at(".rotation")).status();
+      }
+      for (auto [set, value, leaf] :
+           {std::tuple{e.has_position_weight(), e.position_weight(),
+                       ".position_weight"},
+            std::tuple{e.has_rotation_weight(), e.rotation_weight(),
+                       ".rotation_weight"}}) {
+        if (set && !std::isfinite(value)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(at(leaf), ": ", value, " is not finite"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Run(OpFrame& frame) const override {
     FullBodyBipedIkJob job = job_;
+    if (const v1::OpUpdate* update = frame.update) {
+      if (update->has_weight()) job.ik_position_weight = update->weight();
+      for (const v1::EffectorUpdate& e : update->effectors()) {
+        BipedEffector& effector = job.effectors[e.id()];
+        if (e.has_target()) effector.position = UpdateVector(e.target());
+        if (e.has_rotation()) {
+          // Checked by CheckUpdate, converted as the op's own.
+          effector.rotation = *QuatFromProto(e.rotation(), {});
+        }
+        if (e.has_position_weight()) {
+          effector.position_weight = e.position_weight();
+        }
+        if (e.has_rotation_weight()) {
+          effector.rotation_weight = e.rotation_weight();
+        }
+      }
+    }
     job.skeleton = &frame.skeleton;
     job.input = frame.pose;  // in place
     job.mapping = &mapping_;
@@ -184,7 +253,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 
 OpSpec FullBodyBipedIkOpSpec() {
   return {.op_case = v1::Operation::kFullBodyBipedIk,
-          .updatable = {.target = false, .bend_goal = false, .time = false},
+          .updatable = kUpdateWeight | kUpdateEffectors,
           .screens_input_pose = true,
           .compile = Compile,
           .ranges = {{.field = "iterations",

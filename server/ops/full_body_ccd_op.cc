@@ -21,9 +21,26 @@ class FullBodyCcd final : public PreparedOp {
         limits_(std::move(limits)),
         joint_weights_(std::move(joint_weights)) {}
 
+  absl::Status CheckUpdate(const v1::OpUpdate& update,
+                           UpdateWhere where) const override {
+    return CheckIndexedEffectorUpdates(
+        update, static_cast<int>(effectors_.size()), true, where);
+  }
+
   absl::Status Run(OpFrame& frame) const override {
     FullBodyCcdJob job = job_;
     job.effectors = effectors_;
+    if (frame.update != nullptr && !frame.update->effectors().empty()) {
+      // The op's effectors with this frame's values, in a per-thread copy.
+      thread_local std::vector<FullBodyCcdEffector> moved;
+      moved.assign(effectors_.begin(), effectors_.end());
+      for (const v1::EffectorUpdate& e : frame.update->effectors()) {
+        FullBodyCcdEffector& out = moved[e.index()];
+        if (e.has_target()) out.target = UpdateVector(e.target());
+        if (e.has_position_weight()) out.weight = e.position_weight();
+      }
+      job.effectors = moved;
+    }
     job.joint_weights = joint_weights_;
     job.limits = limits_;
     return RunIkJob(job, frame);
@@ -78,7 +95,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 
 OpSpec FullBodyCcdOpSpec() {
   return {.op_case = v1::Operation::kFullBodyCcd,
-          .updatable = {.target = false, .bend_goal = false, .time = false},
+          .updatable = kUpdateWeight | kUpdateEffectors,
           .screens_input_pose = true,
           .compile = Compile,
           .ranges = {{.field = "max_iterations",

@@ -1,7 +1,9 @@
 #include "server/ops/ik_wire.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -187,6 +189,50 @@ absl::StatusOr<std::vector<JointLimit>> LimitsFromProto(
     limits[*joint] = limit;
   }
   return limits;
+}
+
+absl::Status CheckIndexedEffectorUpdates(const v1::OpUpdate& update, int count,
+                                         bool takes_weight, UpdateWhere where) {
+  std::vector<bool> seen(count, false);
+  for (int i = 0; i < update.effectors_size(); ++i) {
+    const v1::EffectorUpdate& e = update.effectors(i);
+    auto at = [&](absl::string_view leaf) {
+      return where(absl::StrCat(".effectors[", i, "]", leaf));
+    };
+    if (e.index() >= static_cast<uint32_t>(count)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at(".index"), ": ", e.index(),
+                       " is not an effector of this op, which has ", count,
+                       " (indices from 0)"));
+    }
+    if (seen[e.index()]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at(".index"), ": effector ", e.index(),
+                       " already has an update in this frame"));
+    }
+    seen[e.index()] = true;
+    if (e.id() != 0 || e.has_rotation() || e.has_rotation_weight() ||
+        (!takes_weight && e.has_position_weight())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          at(""), ": this op's effectors take only index, target",
+          takes_weight ? " and position_weight (the effector's weight)" : "",
+          " (id, rotation and rotation_weight are full_body_biped_ik's)"));
+    }
+    if (!e.has_target() && !e.has_position_weight()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at(""), ": updates nothing (set target)"));
+    }
+    if (e.has_target() && !Vec3FromProto(e.target(), {}).ok()) {
+      return Vec3FromProto(e.target(), at(".target")).status();
+    }
+    if (e.has_position_weight() &&
+        !(std::isfinite(e.position_weight()) && e.position_weight() >= 0.0f)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at(".position_weight"), ": ", e.position_weight(),
+                       " must be finite and >= 0"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 void ReportIk(const IkResult& result, v1::OperationResult& out) {

@@ -91,6 +91,13 @@ absl::StatusOr<SolverSettings> SettingsFromProto(const OpCompileInput& input,
   return settings;
 }
 
+// Checks an update's effectors against an op with `count` effectors
+// addressed by index: each index in range and updated once, only the fields
+// such an effector has (a target, and a weight when `takes_weight`), finite
+// values.
+absl::Status CheckIndexedEffectorUpdates(const v1::OpUpdate& update, int count,
+                                         bool takes_weight, UpdateWhere where);
+
 // Writes a chain solver's outcome to the op's result.
 void ReportIk(const IkResult& result, v1::OperationResult& out);
 
@@ -98,6 +105,9 @@ void ReportIk(const IkResult& result, v1::OperationResult& out);
 // frame's pose and reports its outcome.
 template <typename Job>
 absl::Status RunIkJob(Job& job, OpFrame& frame) {
+  if (frame.update != nullptr && frame.update->has_weight()) {
+    job.weight = frame.update->weight();
+  }
   job.skeleton = &frame.skeleton;
   job.input = frame.pose;
   job.output = absl::MakeSpan(frame.pose);

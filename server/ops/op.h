@@ -18,6 +18,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/container/node_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -151,9 +152,28 @@ struct OpFrame {
   StateUndo* undo = nullptr;
 };
 
+// An OpUpdate's vector, which IndexOpUpdates has checked finite.
+inline Eigen::Vector3f UpdateVector(const v1::Vec3& v) {
+  return Eigen::Vector3f(v.x(), v.y(), v.z());
+}
+
+// Names a field of the frame's OpUpdate in an error, e.g. where(".wind")
+// is "frame.characters[0].op_updates[1].wind".
+using UpdateWhere = absl::FunctionRef<std::string(absl::string_view leaf)>;
+
 class PreparedOp {
  public:
   virtual ~PreparedOp() = default;
+  // Checks what the op's table entry cannot: an update's fields against
+  // this op (effector indices, layer counts, collider placements). The
+  // table's checks (which fields the op takes, finite vectors and scalars)
+  // have passed. Run may then apply the update without checking it.
+  virtual absl::Status CheckUpdate(const v1::OpUpdate& update,
+                                   UpdateWhere where) const {
+    (void)update;
+    (void)where;
+    return absl::OkStatus();
+  }
   virtual absl::Status Run(OpFrame& frame) const = 0;
 };
 

@@ -49,6 +49,34 @@ const Table& TheTable() {
 
 absl::Span<const OpSpec> OpTable() { return TheTable().specs; }
 
+absl::Span<const UpdateField> UpdateFields() {
+  static constexpr UpdateField kFields[] = {
+      {kUpdateTarget, "target",
+       [](const v1::OpUpdate& u) { return u.has_target(); }},
+      {kUpdateBendGoal, "bend_goal",
+       [](const v1::OpUpdate& u) { return u.has_bend_goal(); }},
+      {kUpdateTime, "time", [](const v1::OpUpdate& u) { return u.has_time(); }},
+      {kUpdateWeight, "weight",
+       [](const v1::OpUpdate& u) { return u.has_weight(); }},
+      {kUpdatePoleVector, "pole_vector",
+       [](const v1::OpUpdate& u) { return u.has_pole_vector(); }},
+      {kUpdateEndRotation, "end_rotation",
+       [](const v1::OpUpdate& u) { return u.has_end_rotation(); }},
+      {kUpdateEffectors, "effectors",
+       [](const v1::OpUpdate& u) { return !u.effectors().empty(); }},
+      {kUpdateLayerWeights, "layer_weights",
+       [](const v1::OpUpdate& u) { return !u.layer_weights().empty(); }},
+      {kUpdateGravity, "gravity",
+       [](const v1::OpUpdate& u) { return u.has_gravity(); }},
+      {kUpdateExternalForce, "external_force",
+       [](const v1::OpUpdate& u) { return u.has_external_force(); }},
+      {kUpdateWind, "wind", [](const v1::OpUpdate& u) { return u.has_wind(); }},
+      {kUpdateColliders, "colliders",
+       [](const v1::OpUpdate& u) { return !u.colliders().empty(); }},
+  };
+  return kFields;
+}
+
 const OpSpec* FindOpSpec(v1::Operation::OpCase op_case) {
   const Table& table = TheTable();
   if (op_case <= 0 || static_cast<size_t>(op_case) >= table.by_case.size()) {
@@ -77,11 +105,10 @@ void DescribeOperations(
   for (const OpSpec& spec : OpTable()) {
     v1::OperationInfo* info = out->Add();
     info->set_name(OperationName(spec.op_case));
-    for (const auto& [takes, name] :
-         {std::pair{spec.updatable.target, "target"},
-          std::pair{spec.updatable.bend_goal, "bend_goal"},
-          std::pair{spec.updatable.time, "time"}}) {
-      if (takes) info->add_updatable(name);
+    for (const UpdateField& field : UpdateFields()) {
+      if (spec.updatable & field.input) {
+        info->add_updatable(std::string(field.name));
+      }
     }
     for (const FieldRange& range : spec.ranges) {
       v1::FieldRange* r = info->add_ranges();

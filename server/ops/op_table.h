@@ -18,12 +18,32 @@
 
 namespace posewire::server {
 
-// The OpUpdate fields an op takes.
-struct UpdatableInputs {
-  bool target = false;
-  bool bend_goal = false;
-  bool time = false;
+// The OpUpdate fields an op takes, as bits of OpSpec::updatable.
+enum UpdatableInput : uint32_t {
+  kUpdateTarget = 1u << 0,
+  kUpdateBendGoal = 1u << 1,
+  kUpdateTime = 1u << 2,
+  kUpdateWeight = 1u << 3,
+  kUpdatePoleVector = 1u << 4,
+  kUpdateEndRotation = 1u << 5,
+  kUpdateEffectors = 1u << 6,
+  kUpdateLayerWeights = 1u << 7,
+  kUpdateGravity = 1u << 8,
+  kUpdateExternalForce = 1u << 9,
+  kUpdateWind = 1u << 10,
+  kUpdateColliders = 1u << 11,
 };
+
+// One OpUpdate field: its bit, its name on the wire, whether an update sets
+// it.
+struct UpdateField {
+  UpdatableInput input;
+  absl::string_view name;
+  bool (*is_set)(const v1::OpUpdate& update);
+};
+
+// Every OpUpdate field but `op`, in the proto's order.
+absl::Span<const UpdateField> UpdateFields();
 
 // A bounded integer field of an op (a count of iterations or steps), as
 // GetInfo reports it. A value above `max` is outside the op's contract
@@ -39,7 +59,7 @@ struct FieldRange {
 
 struct OpSpec {
   v1::Operation::OpCase op_case = v1::Operation::OP_NOT_SET;
-  UpdatableInputs updatable;
+  uint32_t updatable = 0;  // UpdatableInput bits
   // The op's core job refuses a NaN or infinity anywhere in its input pose
   // before writing anything; RunPlan then need not screen the pose the op
   // before it produced (the job does).

@@ -142,55 +142,81 @@ namespace {
 
 // Checks one update against the op it names: only inputs that op takes, at
 // least one of them, finite values. `where(leaf)` names the update's field
-// in errors.
-template <typename Where>
+// in errors. What depends on the compiled op (effector indices, counts) is
+// the op's own CheckUpdate.
 absl::Status CheckOpUpdate(const v1::OpUpdate& update,
-                           v1::Operation::OpCase op_case, Where where) {
-  const UpdatableInputs takes = FindOpSpec(op_case)->updatable;
-  // Which ops take each input, for the message, from the table itself.
-  auto ops_taking = [](bool UpdatableInputs::*input) {
-    std::string names;
+                           v1::Operation::OpCase op_case, UpdateWhere where) {
+  const uint32_t takes = FindOpSpec(op_case)->updatable;
+  bool any = false;
+  for (const UpdateField& field : UpdateFields()) {
+    if (!field.is_set(update)) continue;
+    any = true;
+    if (takes & field.input) continue;
+    // Which ops take this input, for the message, from the table itself.
+    std::string ops;
     for (const OpSpec& spec : OpTable()) {
-      if (!(spec.updatable.*input)) continue;
-      absl::StrAppend(&names, names.empty() ? "" : ", ",
+      if (!(spec.updatable & field.input)) continue;
+      absl::StrAppend(&ops, ops.empty() ? "" : ", ",
                       OperationName(spec.op_case));
     }
-    const size_t last = names.rfind(", ");
-    if (last != std::string::npos) names.replace(last, 2, " or ");
-    return names;
-  };
-  for (const auto& [set, input, leaf] :
-       {std::tuple{update.has_target(), &UpdatableInputs::target, ".target"},
-        std::tuple{update.has_bend_goal(), &UpdatableInputs::bend_goal,
-                   ".bend_goal"},
-        std::tuple{update.has_time(), &UpdatableInputs::time, ".time"}}) {
-    if (set && !(takes.*input)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where(leaf), ": op ", update.op(), " is a ", OperationName(op_case),
-          "; only a ", ops_taking(input), " op takes this update"));
-    }
-  }
-  if (!update.has_target() && !update.has_bend_goal() && !update.has_time()) {
+    const size_t last = ops.rfind(", ");
+    if (last != std::string::npos) ops.replace(last, 2, " or ");
     return absl::InvalidArgumentError(absl::StrCat(
-        where(""), ": updates nothing (set target, bend_goal or time)"));
+        where(absl::StrCat(".", field.name)), ": op ", update.op(), " is a ",
+        OperationName(op_case), ", which takes ", OpUpdateFieldNames(takes),
+        "; only ",
+        absl::string_view("aeiou").find(ops[0]) != absl::string_view::npos
+            ? "an "
+            : "a ",
+        ops, " op takes this update"));
+  }
+  if (!any) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where(""), ": updates nothing (op ", update.op(), ", a ",
+        OperationName(op_case), ", takes ", OpUpdateFieldNames(takes), ")"));
   }
   for (auto [set, value, leaf] :
        {std::tuple{update.has_target(), &update.target(), ".target"},
-        std::tuple{update.has_bend_goal(), &update.bend_goal(),
-                   ".bend_goal"}}) {
+        std::tuple{update.has_bend_goal(), &update.bend_goal(), ".bend_goal"},
+        std::tuple{update.has_pole_vector(), &update.pole_vector(),
+                   ".pole_vector"},
+        std::tuple{update.has_gravity(), &update.gravity(), ".gravity"},
+        std::tuple{update.has_external_force(), &update.external_force(),
+                   ".external_force"}}) {
     // The name is built only for the error (see field_name.h).
     if (set && !Vec3FromProto(*value, {}).ok()) {
       return Vec3FromProto(*value, where(leaf)).status();
     }
   }
-  if (update.has_time() && !std::isfinite(update.time())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where(".time"), ": ", update.time(), " is not a finite time"));
+  for (auto [set, value, leaf, what] :
+       {std::tuple{update.has_time(), update.time(), ".time", "time"},
+        std::tuple{update.has_weight(), update.weight(), ".weight",
+                   "weight"}}) {
+    if (set && !std::isfinite(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(leaf), ": ", value, " is not a finite ", what));
+    }
+  }
+  if (update.has_end_rotation() &&
+      !QuatFromProto(update.end_rotation(), {}).ok()) {
+    return QuatFromProto(update.end_rotation(), where(".end_rotation"))
+        .status();
   }
   return absl::OkStatus();
 }
 
 }  // namespace
+
+std::string OpUpdateFieldNames(uint32_t inputs) {
+  if (inputs == 0) return "no updates";
+  std::string names;
+  for (const UpdateField& field : UpdateFields()) {
+    if (inputs & field.input) {
+      absl::StrAppend(&names, names.empty() ? "" : ", ", field.name);
+    }
+  }
+  return names;
+}
 
 absl::Status IndexOpUpdates(
     const Plan& plan,
@@ -217,6 +243,10 @@ absl::Status IndexOpUpdates(
     }
     if (absl::Status s =
             CheckOpUpdate(update, plan.op_case(update.op()), where);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = plan.op(update.op()).CheckUpdate(update, where);
         !s.ok()) {
       return s;
     }

@@ -43,6 +43,10 @@ class Plan {
   std::vector<std::unique_ptr<const PreparedOp>> ops_;
 };
 
+// The OpUpdate fields in `inputs` (UpdatableInput bits), e.g.
+// "target, weight", or "no updates".
+std::string OpUpdateFieldNames(uint32_t inputs);
+
 // Op updates by op index: entry i is op i's update, or null.
 using OpUpdatesByOp = absl::InlinedVector<const v1::OpUpdate*, 8>;
 

@@ -33,7 +33,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 
 OpSpec SampleClipOpSpec() {
   return {.op_case = v1::Operation::kSampleClip,
-          .updatable = {.target = false, .bend_goal = false, .time = true},
+          .updatable = kUpdateTime,
           .screens_input_pose = false,
           .compile = Compile,
           .ranges = {}};

@@ -185,6 +185,25 @@ absl::StatusOr<SpringCollider> ColliderFromProto(
   return collider;
 }
 
+// The wind as the op or an update gives it; the job checks its values.
+absl::StatusOr<SpringWind> WindFromProto(const v1::SpringWind& proto,
+                                         absl::string_view field) {
+  SpringWind wind;
+  if (proto.has_direction()) {
+    auto v =
+        Vec3FromProto(proto.direction(), absl::StrCat(field, ".direction"));
+    if (!v.ok()) return v.status();
+    wind.direction = *v;
+  }
+  wind.speed = proto.speed();
+  wind.noise_amplitude = proto.noise_amplitude();
+  if (proto.has_noise_frequency_hz()) {
+    wind.noise_frequency_hz = proto.noise_frequency_hz();
+  }
+  wind.noise_seed = proto.noise_seed();
+  return wind;
+}
+
 class SpringBones final : public PreparedOp {
  public:
   SpringBones(std::string key, SpringRig rig, SpringForces forces,
@@ -195,7 +214,63 @@ class SpringBones final : public PreparedOp {
         colliders_(std::move(colliders)),
         reset_(reset) {}
 
+  absl::Status CheckUpdate(const v1::OpUpdate& update,
+                           UpdateWhere where) const override {
+    if (update.has_wind()) {
+      if (auto wind = WindFromProto(update.wind(), {}); !wind.ok()) {
+        return WindFromProto(update.wind(), where(".wind")).status();
+      }
+    }
+    std::vector<bool> seen(colliders_.size(), false);
+    for (int i = 0; i < update.colliders_size(); ++i) {
+      const v1::ColliderUpdate& c = update.colliders(i);
+      auto at = [&](absl::string_view leaf) {
+        return where(absl::StrCat(".colliders[", i, "]", leaf));
+      };
+      if (c.index() >= colliders_.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at(".index"), ": ", c.index(),
+                         " is not a collider of this op, which has ",
+                         colliders_.size(), " (indices from 0)"));
+      }
+      if (seen[c.index()]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at(".index"), ": collider ", c.index(),
+                         " already has an update in this frame"));
+      }
+      seen[c.index()] = true;
+      if (!c.has_offset()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at(""), ": updates nothing (set offset)"));
+      }
+      if (!TransformFromProto(c.offset(), {}).ok()) {
+        return TransformFromProto(c.offset(), at(".offset")).status();
+      }
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Run(OpFrame& frame) const override {
+    SpringForces forces = forces_;
+    absl::Span<const SpringCollider> colliders = colliders_;
+    if (const v1::OpUpdate* update = frame.update) {
+      if (update->has_gravity()) {
+        forces.gravity = UpdateVector(update->gravity());
+      }
+      if (update->has_external_force()) {
+        forces.external_force = UpdateVector(update->external_force());
+      }
+      // Checked by CheckUpdate, converted as the op's own.
+      if (update->has_wind()) forces.wind = *WindFromProto(update->wind(), {});
+      if (!update->colliders().empty()) {
+        thread_local std::vector<SpringCollider> moved;
+        moved.assign(colliders_.begin(), colliders_.end());
+        for (const v1::ColliderUpdate& c : update->colliders()) {
+          moved[c.index()].offset = *TransformFromProto(c.offset(), {});
+        }
+        colliders = moved;
+      }
+    }
     // Not a structured binding: clang before 16 cannot capture one.
     const auto emplaced = frame.state.springs.try_emplace(key_);
     const auto slot = emplaced.first;
@@ -209,8 +284,8 @@ class SpringBones final : public PreparedOp {
     job.input = frame.pose;  // in place
     job.component_to_world = frame.root;
     job.dt = frame.dt;
-    job.forces = forces_;
-    job.colliders = colliders_;
+    job.forces = forces;
+    job.colliders = colliders;
     job.state_in = &slot->second.state;
     job.reset = reset_;
     job.output = absl::MakeSpan(frame.pose);
@@ -271,19 +346,9 @@ CompiledOp Compile(const OpCompileInput& input) {
     forces.gravity = *v;
   }
   if (op.has_wind()) {
-    const v1::SpringWind& wind = op.wind();
-    if (wind.has_direction()) {
-      auto v = Vec3FromProto(wind.direction(),
-                             absl::StrCat(input.field, ".wind.direction"));
-      if (!v.ok()) return v.status();
-      forces.wind.direction = *v;
-    }
-    forces.wind.speed = wind.speed();
-    forces.wind.noise_amplitude = wind.noise_amplitude();
-    if (wind.has_noise_frequency_hz()) {
-      forces.wind.noise_frequency_hz = wind.noise_frequency_hz();
-    }
-    forces.wind.noise_seed = wind.noise_seed();
+    auto wind = WindFromProto(op.wind(), absl::StrCat(input.field, ".wind"));
+    if (!wind.ok()) return wind.status();
+    forces.wind = *wind;
   }
   if (op.has_external_force()) {
     auto v = Vec3FromProto(op.external_force(),
@@ -311,7 +376,8 @@ CompiledOp Compile(const OpCompileInput& input) {
 
 OpSpec SpringBonesOpSpec() {
   return {.op_case = v1::Operation::kSpringBones,
-          .updatable = {.target = false, .bend_goal = false, .time = false},
+          .updatable = kUpdateGravity | kUpdateExternalForce | kUpdateWind |
+                       kUpdateColliders,
           .screens_input_pose = true,
           .compile = Compile,
           .ranges = {{.field = "rig.max_substeps",

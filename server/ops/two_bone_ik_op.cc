@@ -22,9 +22,18 @@ class TwoBoneIk final : public PreparedOp {
     auto target = target_.For(frame);
     if (!target.ok()) return target.status();
     job.target = *target;
-    if (frame.update != nullptr && frame.update->has_bend_goal()) {
-      const v1::Vec3& goal = frame.update->bend_goal();
-      job.bend_goal = Eigen::Vector3f(goal.x(), goal.y(), goal.z());
+    if (const v1::OpUpdate* update = frame.update) {
+      if (update->has_bend_goal()) {
+        job.bend_goal = UpdateVector(update->bend_goal());
+      }
+      if (update->has_pole_vector()) {
+        job.pole_vector = UpdateVector(update->pole_vector());
+      }
+      if (update->has_end_rotation()) {
+        // Checked by IndexOpUpdates, converted as the op's own.
+        job.end_rotation = *QuatFromProto(update->end_rotation(), {});
+      }
+      if (update->has_weight()) job.weight = update->weight();
     }
     job.skeleton = &frame.skeleton;
     job.local = frame.pose;
@@ -96,7 +105,8 @@ CompiledOp Compile(const OpCompileInput& input) {
 
 OpSpec TwoBoneIkOpSpec() {
   return {.op_case = v1::Operation::kTwoBoneIk,
-          .updatable = {.target = true, .bend_goal = true, .time = false},
+          .updatable = kUpdateTarget | kUpdateBendGoal | kUpdateWeight |
+                       kUpdatePoleVector | kUpdateEndRotation,
           .screens_input_pose = false,
           .compile = Compile,
           .ranges = {}};

@@ -104,7 +104,7 @@ CompiledOp Compile(const OpCompileInput& input) {
 
 OpSpec ValidateOpSpec() {
   return {.op_case = v1::Operation::kValidate,
-          .updatable = {.target = false, .bend_goal = false, .time = false},
+          .updatable = 0,
           .screens_input_pose = false,
           .compile = Compile,
           .ranges = {}};

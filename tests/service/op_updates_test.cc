@@ -112,16 +112,8 @@ class OpUpdatesTest : public ServiceTest {
   void SetUp() override {
     ServiceTest::SetUp();
     stream_ = stub_->Session(&context_);
+    RegisterWalk(*stream_);
     v1::SessionRequest r;
-    r.mutable_register_skeleton()->set_id("cmu");
-    *r.mutable_register_skeleton()->mutable_skeleton() = WalkSkeleton();
-    ExpectRegistered(RoundTrip(*stream_, r));
-    r.Clear();
-    r.mutable_register_clip()->set_id("walk");
-    r.mutable_register_clip()->set_skeleton_id("cmu");
-    *r.mutable_register_clip()->mutable_clip() = WalkClip();
-    ExpectRegistered(RoundTrip(*stream_, r));
-    r.Clear();
     r.mutable_register_rig()->set_id("rig");
     r.mutable_register_rig()->set_skeleton_id("cmu");
     *r.mutable_register_rig()->mutable_ops() = RigOps();
@@ -258,7 +250,8 @@ TEST_F(OpUpdatesTest, ABadUpdateFailsItsCharacterAloneAndNamesTheUpdate) {
          u->set_op(0);
          *u->mutable_target() = Vec(0, 1, 0);
        },
-       "frame.characters[0].op_updates[0].target: op 0 is a sample_clip; only "
+       "frame.characters[0].op_updates[0].target: op 0 is a sample_clip, which "
+       "takes time; only "
        "a two_bone_ik, aim_ik, ccd_ik or fabrik_ik op takes this update"},
       {"a bend goal for CCD",
        [](auto& c) {
@@ -266,7 +259,8 @@ TEST_F(OpUpdatesTest, ABadUpdateFailsItsCharacterAloneAndNamesTheUpdate) {
          u->set_op(3);
          *u->mutable_bend_goal() = Vec(0, 1, 0);
        },
-       "frame.characters[0].op_updates[0].bend_goal: op 3 is a ccd_ik; only a "
+       "frame.characters[0].op_updates[0].bend_goal: op 3 is a ccd_ik, which "
+       "takes target, weight; only a "
        "two_bone_ik op takes this update"},
       {"a time for two-bone IK",
        [](auto& c) {
@@ -274,7 +268,8 @@ TEST_F(OpUpdatesTest, ABadUpdateFailsItsCharacterAloneAndNamesTheUpdate) {
          u->set_op(1);
          u->set_time(1.0f);
        },
-       "frame.characters[0].op_updates[0].time: op 1 is a two_bone_ik; only a "
+       "frame.characters[0].op_updates[0].time: op 1 is a two_bone_ik, which "
+       "takes target, bend_goal, weight, pole_vector, end_rotation; only a "
        "sample_clip op takes this update"},
       {"nothing", [](auto& c) { c.add_op_updates()->set_op(1); },
        "frame.characters[0].op_updates[0]: updates nothing"},

@@ -116,7 +116,8 @@ TEST_F(OperationInfoTest, UpdatableInputsAreTheOnesOpUpdatesAccept) {
   for (const v1::OperationInfo& op : info.operation_info()) {
     if (op.name() == "two_bone_ik") {
       EXPECT_THAT(op.updatable(),
-                  ::testing::ElementsAre("target", "bend_goal"));
+                  ::testing::ElementsAre("target", "bend_goal", "weight",
+                                         "pole_vector", "end_rotation"));
     }
     if (op.name() == "sample_clip") {
       EXPECT_THAT(op.updatable(), ::testing::ElementsAre("time"));

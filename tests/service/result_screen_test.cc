@@ -47,10 +47,12 @@ TEST_F(ResultScreenTest, OverflowInTheLastOpNamesIt) {
   v1::SolveResponse response;
   const grpc::Status status = SolveOverflow("", &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(status.error_message(), ::testing::HasSubstr(kOverflowAtTheWrist));
+  EXPECT_THAT(status.error_message(),
+              ::testing::HasSubstr(kOverflowAtTheWrist));
 }
 
-TEST_F(ResultScreenTest, OverflowBeforeAJobThatScreensItsInputNamesTheOpBefore) {
+TEST_F(ResultScreenTest,
+       OverflowBeforeAJobThatScreensItsInputNamesTheOpBefore) {
   // CCD refuses a non-finite input pose itself; the error still names the
   // additive op whose result it was.
   v1::SolveResponse response;
@@ -59,7 +61,8 @@ TEST_F(ResultScreenTest, OverflowBeforeAJobThatScreensItsInputNamesTheOpBefore) 
                         target { x: -10 y: 15 z: 5 } } })",
       &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(status.error_message(), ::testing::HasSubstr(kOverflowAtTheWrist));
+  EXPECT_THAT(status.error_message(),
+              ::testing::HasSubstr(kOverflowAtTheWrist));
 }
 
 TEST_F(ResultScreenTest, OverflowBeforeAJobThatReadsPartOfThePoseNamesIt) {
@@ -72,7 +75,8 @@ TEST_F(ResultScreenTest, OverflowBeforeAJobThatReadsPartOfThePoseNamesIt) {
                              target { x: -3 y: 2 z: 1 } } })",
       &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(status.error_message(), ::testing::HasSubstr(kOverflowAtTheWrist));
+  EXPECT_THAT(status.error_message(),
+              ::testing::HasSubstr(kOverflowAtTheWrist));
 }
 
 }  // namespace

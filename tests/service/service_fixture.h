@@ -140,6 +140,20 @@ class ServiceTest : public ::testing::Test {
     stub_ = v1::PoseWire::NewStub(channel_);
   }
 
+  // Registers the walk's skeleton as "cmu" and its clip as "walk" on a
+  // Session stream.
+  static void RegisterWalk(SessionStream& stream) {
+    v1::SessionRequest r;
+    r.mutable_register_skeleton()->set_id("cmu");
+    *r.mutable_register_skeleton()->mutable_skeleton() = WalkSkeleton();
+    ExpectRegistered(RoundTrip(stream, r));
+    r.Clear();
+    r.mutable_register_clip()->set_id("walk");
+    r.mutable_register_clip()->set_skeleton_id("cmu");
+    *r.mutable_register_clip()->mutable_clip() = WalkClip();
+    ExpectRegistered(RoundTrip(stream, r));
+  }
+
   // For tests outside a fixture.
   static v1::Skeleton WalkSkeletonForTests() { return WalkSkeleton(); }
   static v1::Clip WalkClipForTests() { return WalkClip(); }

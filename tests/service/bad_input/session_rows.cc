@@ -192,7 +192,8 @@ std::vector<BadInput> SessionRows() {
         *u->mutable_target() = Vec(0, 1, 0);
       },
       StatusCode::INVALID_ARGUMENT,
-      "frame.characters[0].op_updates[0].target: op 0 is a sample_clip; only "
+      "frame.characters[0].op_updates[0].target: op 0 is a sample_clip, which "
+      "takes time; only "
       "a two_bone_ik, aim_ik, ccd_ik or fabrik_ik op takes this update"));
   add(FrameRow(
       "op_update_empty", "an op update setting nothing",
@@ -220,6 +221,64 @@ std::vector<BadInput> SessionRows() {
       },
       StatusCode::INVALID_ARGUMENT,
       "frame.characters[0].op_updates[0].target: NaN or infinite component"));
+  add(FrameRow(
+      "op_update_weight_for_sample", "an op update giving sample_clip a weight",
+      [](v1::CharacterFrame& c) {
+        v1::OpUpdate* u = c.add_op_updates();
+        u->set_op(0);
+        u->set_weight(0.5f);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "frame.characters[0].op_updates[0].weight: op 0 is a sample_clip, "
+      "which takes time; only an additive, two_bone_ik, aim_ik, ccd_ik, "
+      "fabrik_ik, fabrik_tree_ik, full_body_biped_ik or full_body_ccd op "
+      "takes this update"));
+  add(FrameRow(
+      "op_update_effector_index",
+      "an op update of effector 3 of a one-effector FABRIK tree",
+      [](v1::CharacterFrame& c) {
+        v1::FabrikTreeIkOp* tree = c.add_ops()->mutable_fabrik_tree_ik();
+        tree->set_root("Chest");
+        v1::FabrikEffector* e = tree->add_effectors();
+        e->set_joint("LeftWrist");
+        *e->mutable_target() = Vec(8, 14, 4);
+        v1::OpUpdate* u = c.add_op_updates();
+        u->set_op(0);
+        v1::EffectorUpdate* moved = u->add_effectors();
+        moved->set_index(3);
+        *moved->mutable_target() = Vec(1, 2, 3);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "frame.characters[0].op_updates[0].effectors[0].index: 3 is not an "
+      "effector of this op, which has 1 (indices from 0)"));
+  add(FrameRow(
+      "op_update_layer_count",
+      "an op update with 2 layer weights for a 1-layer blend",
+      [](v1::CharacterFrame& c) {
+        v1::BlendLayer* layer = c.add_ops()->mutable_blend()->add_layers();
+        layer->mutable_source()->set_current(true);
+        layer->set_weight(1.0f);
+        v1::OpUpdate* u = c.add_op_updates();
+        u->set_op(0);
+        u->add_layer_weights(0.5f);
+        u->add_layer_weights(0.5f);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "frame.characters[0].op_updates[0].layer_weights: 2 weights for 1 "
+      "layers (one per layer, in order)"));
+  add(FrameRow(
+      "op_update_collider_index",
+      "an op update moving a collider spring bones lack",
+      [](v1::CharacterFrame& c) {
+        c.add_ops()->mutable_spring_bones()->mutable_rig()->add_root_joints(
+            "LeftShoulder");
+        v1::OpUpdate* u = c.add_op_updates();
+        u->set_op(0);
+        u->add_colliders()->set_index(0);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "frame.characters[0].op_updates[0].colliders[0].index: 0 is not a "
+      "collider of this op, which has 0 (indices from 0)"));
   add(SessionRow(
       "rig_with_bad_op",
       "a rig whose two_bone_ik names 'Wing' (refused when registered)",

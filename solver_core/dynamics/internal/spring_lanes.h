@@ -6,7 +6,7 @@
 // namespace (F, M, V, Load, Select, ...) and compiled twice: with these
 // four-lane SSE2 types, and with the eight-lane AVX2 types of
 // spring_lanes_avx2.inc inside an AVX2 region (POSEWIRE_AVX2_REGION_BEGIN)
-// of spring_bones.cc, picked at run time (ActiveSimdLevel) for rigs wide
+// of spring_lane_engine.cc, picked at run time (ActiveSimdLevel) for rigs wide
 // enough to gain from it (SpringRig::prefers_wide_lanes). Both widths give
 // the same bits: each lane performs the same IEEE operations in the same
 // order whatever the width (eight-lane vaddps, vmulps, vdivps, vsqrtps round

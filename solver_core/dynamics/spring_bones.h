@@ -187,7 +187,7 @@ struct SpringParticle {
 // (internal/spring_lane_layout.h): groups of four for the SSE2 kernels and
 // of eight for the AVX2 ones. A solve uses eight lanes only when
 // ActiveSimdLevel() is kAvx2 and the rig prefers them
-// (SpringRig::prefers_wide_lanes); both give the same bits (spring_lanes.h
+// (SpringRig::prefers_wide_lanes); both give the same bits (simd_lanes.h
 // says why; spring_bones_test compares them on every feature).
 struct SpringLaneLayout;
 

@@ -8,8 +8,8 @@
 #define POSEWIRE_SOLVER_CORE_DYNAMICS_INTERNAL_SPRING_COLLIDER_LANES_H_
 
 #include "absl/types/span.h"
-#include "solver_core/dynamics/internal/spring_lanes.h"
 #include "solver_core/dynamics/spring_colliders.h"
+#include "solver_core/model/internal/simd_lanes.h"
 
 namespace posewire {
 

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "solver_core/dynamics/internal/spring_lanes.h"
 #include "solver_core/dynamics/spring_bones.h"
+#include "solver_core/model/internal/simd_lanes.h"
 
 namespace posewire {
 
-// The lane width of the AVX2 path (spring_lanes_avx2.inc).
+// The lane width of the AVX2 path (lanes_avx2::kWidth).
 inline constexpr int kSpringWideLanes = 8;
 
 // Particles in groups of W lanes (W = 4 for SSE2, 8 for AVX2), level by

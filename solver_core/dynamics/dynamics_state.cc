@@ -4,16 +4,11 @@
 #include <cmath>
 #include <cstring>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 #include "absl/strings/str_cat.h"
+#include "solver_core/model/internal/simd_lanes.h"
+#include "solver_core/model/internal/simd_lanes_avx2.h"
 #include "solver_core/model/pose.h"
 #include "solver_core/model/simd_level.h"
-
-#if POSEWIRE_AVX2_KERNELS
-#include <immintrin.h>
-#endif
 
 namespace posewire {
 namespace {
@@ -100,21 +95,17 @@ class Reader {
 // in `bad` non-zero when an exponent was all ones.
 POSEWIRE_AVX2_FUNCTION size_t ScanAvx2(const float* floats, size_t count,
                                        uint32_t* bad) {
-  const __m256i exponent = _mm256_set1_epi32(0x7f800000);
-  auto all_ones = [&](size_t at) __attribute__((target("avx2"))) {
-    const __m256i bits =
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(floats + at));
-    return _mm256_cmpeq_epi32(_mm256_and_si256(bits, exponent), exponent);
-  };
-  __m256i found = _mm256_setzero_si256();
+  namespace L8 = lanes_avx2;
+  L8::M8 found = L8::NoLanes();
   size_t k = 0;
   for (; k + 32 <= count; k += 32) {
-    found = _mm256_or_si256(
-        found,
-        _mm256_or_si256(_mm256_or_si256(all_ones(k), all_ones(k + 8)),
-                        _mm256_or_si256(all_ones(k + 16), all_ones(k + 24))));
+    const float* p = floats + k;
+    found =
+        found |
+        ((L8::NotFinite(L8::LoadU(p)) | L8::NotFinite(L8::LoadU(p + 8))) |
+         (L8::NotFinite(L8::LoadU(p + 16)) | L8::NotFinite(L8::LoadU(p + 24))));
   }
-  *bad |= static_cast<uint32_t>(_mm256_movemask_epi8(found));
+  *bad |= static_cast<uint32_t>(L8::Bits(found));
   return k;
 }
 #endif
@@ -136,20 +127,18 @@ absl::Status ValidateArray(const std::vector<Eigen::Vector3f>& values,
 #if defined(__SSE2__)
   // Four floats at a time (GCC does not vectorise the loop below): this
   // runs on every particle of every solve.
-  const __m128i exponent = _mm_set1_epi32(0x7f800000);
-  auto all_ones = [&](size_t at) {
-    const __m128i bits =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(floats + at));
-    return _mm_cmpeq_epi32(_mm_and_si128(bits, exponent), exponent);
-  };
-  __m128i found = _mm_setzero_si128();
+  lanes::M4 found = lanes::NoLanes();
   for (; k + 16 <= count; k += 16) {
-    found = _mm_or_si128(
-        found, _mm_or_si128(_mm_or_si128(all_ones(k), all_ones(k + 4)),
-                            _mm_or_si128(all_ones(k + 8), all_ones(k + 12))));
+    const float* p = floats + k;
+    found = found | ((lanes::NotFinite(lanes::LoadU(p)) |
+                      lanes::NotFinite(lanes::LoadU(p + 4))) |
+                     (lanes::NotFinite(lanes::LoadU(p + 8)) |
+                      lanes::NotFinite(lanes::LoadU(p + 12))));
   }
-  for (; k + 4 <= count; k += 4) found = _mm_or_si128(found, all_ones(k));
-  bad |= static_cast<uint32_t>(_mm_movemask_epi8(found));
+  for (; k + 4 <= count; k += 4) {
+    found = found | lanes::NotFinite(lanes::LoadU(floats + k));
+  }
+  bad |= static_cast<uint32_t>(lanes::Bits(found));
 #endif
   for (; k < count; ++k) {
     uint32_t bits;

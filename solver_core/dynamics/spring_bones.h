@@ -1,9 +1,8 @@
 // Spring-bone dynamics: the Kawaii joint solver (hair, tails, skirts,
 // accessories that swing with the animation).
 //
-// Algorithm: KawaiiPhysics (pafuhana1213, the open-source Unreal plugin) as
-// walked through in seed 003 ("Kawaii Joint Solver"): every chain joint is a
-// Verlet particle. Per fixed step, in joint order:
+// Algorithm: KawaiiPhysics (pafuhana1213, the open-source Unreal plugin):
+// every chain joint is a Verlet particle. Per fixed step, in joint order:
 //   UpdateMovement  the component's motion since the previous step, ignored
 //                   beyond the teleport thresholds;
 //   UpdatePose      Verlet inertia scaled by (1 - damping), wind, the
@@ -57,7 +56,6 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "solver_core/dynamics/dynamics_state.h"
-#include "solver_core/dynamics/internal/spring_collider_lanes.h"
 #include "solver_core/dynamics/spring_colliders.h"
 #include "solver_core/model/skeleton.h"
 #include "solver_core/model/transform.h"
@@ -185,12 +183,12 @@ struct SpringParticle {
   float cos_limit = -1, sin_limit = 0;  // of limit_angle; unused if 0
 };
 
-// The particles arranged in SIMD lanes, level by level (spring_bones.cc):
-// groups of four for the SSE2 kernels and of eight for the AVX2 ones. A
-// solve uses eight lanes only when ActiveSimdLevel() is kAvx2 and the rig
-// prefers them (SpringRig::prefers_wide_lanes); both give the same bits
-// (spring_lanes.h says why; spring_bones_test compares them on every
-// feature).
+// The particles arranged in SIMD lanes, level by level
+// (internal/spring_lane_layout.h): groups of four for the SSE2 kernels and
+// of eight for the AVX2 ones. A solve uses eight lanes only when
+// ActiveSimdLevel() is kAvx2 and the rig prefers them
+// (SpringRig::prefers_wide_lanes); both give the same bits (simd_lanes.h
+// says why; spring_bones_test compares them on every feature).
 struct SpringLaneLayout;
 
 // A validated rig: the particles of every chain, resolved once so a frame
@@ -240,8 +238,8 @@ class SpringRig {
   std::shared_ptr<const SpringLaneLayout> lanes_;
 };
 
-// Wind blowing through the chains (the seed's windSpeed * windDirection,
-// added to every particle's velocity each step).
+// Wind blowing through the chains (a speed times a direction, added to
+// every particle's velocity each step).
 struct SpringWind {
   // World-space direction (normalised on use; must not be zero when speed
   // is not zero) and speed in units per second.
@@ -259,8 +257,8 @@ struct SpringWind {
 enum class ForceSpace { kWorld, kComponent };
 
 struct SpringForces {
-  // World-space gravity in units/s^2, applied as the seed does (0.5 g dt^2
-  // per step). Zero by default, as in KawaiiPhysics.
+  // World-space gravity in units/s^2, applied as 0.5 g dt^2 per step. Zero by
+  // default, as in KawaiiPhysics.
   Eigen::Vector3f gravity = Eigen::Vector3f::Zero();
   SpringWind wind;
   // A constant push in units/s, added as external_force * dt per step
@@ -280,40 +278,22 @@ struct SpringBonesReport {
   bool time_clamped = false;
 };
 
-// The lane width of the AVX2 path (spring_lanes_avx2.inc).
-inline constexpr int kSpringWideLanes = 8;
+// What a solve keeps in SpringBonesScratch (spring_solver.h).
+struct SpringSolveBuffers;
 
-// The particles in lanes of W, one block per group of SpringLaneLayout.
-template <int W>
-struct SpringLaneBuffers {
-  std::vector<lanes::Block3T<W>> pos;
-  std::vector<lanes::Block3T<W>> prev;
-  std::vector<lanes::Block3T<W>> pose;
-  std::vector<lanes::Block3T<W>> pose_bone;
-  std::vector<lanes::Block3T<W>> settled;
-  std::vector<lanes::Block1T<W>> pose_len;
-  std::vector<uint8_t> moved;  // lane bits per group
-  // The output's model rotations, x, y, z and w blocks per group, and the
-  // lanes turned toward their child (lane bits per group).
-  std::vector<lanes::Block1T<W>> rotation;
-  std::vector<uint8_t> turned;
-};
-
-// Reusable buffers, so a steady stream of solves does not allocate. Holds no
-// meaning between calls; one per thread.
+// Reusable buffers, so a steady stream of solves does not allocate after the
+// first. Holds no meaning between calls; one per thread. Movable, not
+// copyable.
 struct SpringBonesScratch {
-  std::vector<Transform> model;
-  std::vector<Eigen::Vector3f> pose_cs;
-  std::vector<Eigen::Vector3f> step_pose;
-  std::vector<Eigen::Quaternionf> rotations;
-  std::vector<uint8_t> rotated;
-  std::vector<PlacedCollider> colliders;
-  std::vector<LaneCollider> lane_colliders;
-  std::vector<float> gusts;
-  // The simulation in lanes, at the width the solve runs (see
-  // SpringLaneBuffers).
-  SpringLaneBuffers<lanes::kWidth> lanes;
-  SpringLaneBuffers<kSpringWideLanes> wide_lanes;
+  SpringBonesScratch();
+  ~SpringBonesScratch();
+  SpringBonesScratch(SpringBonesScratch&&) noexcept;
+  SpringBonesScratch& operator=(SpringBonesScratch&&) noexcept;
+
+ private:
+  friend struct SpringBonesJob;
+  // Created by the first solve that uses this scratch.
+  std::unique_ptr<SpringSolveBuffers> buffers_;
 };
 
 struct SpringBonesJob {

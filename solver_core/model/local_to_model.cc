@@ -1,13 +1,10 @@
 #include "solver_core/model/local_to_model.h"
 
 #include "absl/strings/str_cat.h"
+#include "solver_core/model/internal/simd_lanes_avx2.h"
 #include "solver_core/model/pose.h"
 #include "solver_core/model/quaternion_math.h"
 #include "solver_core/model/simd_level.h"
-
-#if POSEWIRE_AVX2_KERNELS
-#include <immintrin.h>
-#endif
 
 namespace posewire {
 namespace {
@@ -18,75 +15,27 @@ absl::Status ValidateRoot(const Transform& root, absl::string_view field) {
 
 #if POSEWIRE_AVX2_KERNELS
 // CombineTo (transform.h) for two joints of one level at once, one joint per
-// 128-bit half of each AVX register. AVX's shuffles act within halves, so
-// each half performs exactly CombineTo's SSE operations in the same order
-// (no FMA: the file is built with -ffp-contract=off and the target has
-// none) and gets the same bits: a pass half the length of the SSE one.
+// 128-bit half of each register (simd_lanes_avx2.h's row operations): each
+// half performs exactly CombineTo's four-lane operations in the same order
+// and gets the same bits, in a pass half the length of the SSE one.
 // Compiled per function for AVX2; called only when ActiveSimdLevel() is
 // kAvx2.
 
 namespace avx2 {
 
+namespace L8 = lanes_avx2;
+
 // Row `offset` (0 translation, 4 rotation, 8 scale) of transforms a and b.
-POSEWIRE_AVX2_INLINE __m256 LoadRows(const Transform& a, const Transform& b,
+POSEWIRE_AVX2_INLINE L8::F8 LoadRows(const Transform& a, const Transform& b,
                                      int offset) {
-  return _mm256_insertf128_ps(
-      _mm256_castps128_ps256(
-          _mm_loadu_ps(reinterpret_cast<const float*>(&a) + offset)),
-      _mm_loadu_ps(reinterpret_cast<const float*>(&b) + offset), 1);
+  return L8::LoadHalves(reinterpret_cast<const float*>(&a) + offset,
+                        reinterpret_cast<const float*>(&b) + offset);
 }
 
-// transform_internal::LoadRowXyz on both halves: the padding lanes zeroed.
-POSEWIRE_AVX2_INLINE __m256 LoadRowsXyz(const Transform& a, const Transform& b,
-                                        int offset) {
-  return _mm256_and_ps(
-      LoadRows(a, b, offset),
-      _mm256_castsi256_ps(_mm256_set_epi32(0, -1, -1, -1, 0, -1, -1, -1)));
-}
-
-POSEWIRE_AVX2_INLINE void StoreRows(__m256 v, Transform* a, Transform* b,
+POSEWIRE_AVX2_INLINE void StoreRows(L8::F8 v, Transform* a, Transform* b,
                                     int offset) {
-  _mm_storeu_ps(reinterpret_cast<float*>(a) + offset,
-                _mm256_castps256_ps128(v));
-  _mm_storeu_ps(reinterpret_cast<float*>(b) + offset,
-                _mm256_extractf128_ps(v, 1));
-}
-
-// transform_internal::CrossRows.
-POSEWIRE_AVX2_INLINE __m256 Cross(__m256 a, __m256 b) {
-  const __m256 a_yzx = _mm256_shuffle_ps(a, a, _MM_SHUFFLE(3, 0, 2, 1));
-  const __m256 b_yzx = _mm256_shuffle_ps(b, b, _MM_SHUFFLE(3, 0, 2, 1));
-  const __m256 c =
-      _mm256_sub_ps(_mm256_mul_ps(a, b_yzx), _mm256_mul_ps(a_yzx, b));
-  return _mm256_shuffle_ps(c, c, _MM_SHUFFLE(3, 0, 2, 1));
-}
-
-// transform_internal::MultiplyRows.
-POSEWIRE_AVX2_INLINE __m256 Multiply(__m256 p, __m256 q) {
-  const __m256 px = _mm256_shuffle_ps(p, p, _MM_SHUFFLE(0, 0, 0, 0));
-  const __m256 py = _mm256_shuffle_ps(p, p, _MM_SHUFFLE(1, 1, 1, 1));
-  const __m256 pz = _mm256_shuffle_ps(p, p, _MM_SHUFFLE(2, 2, 2, 2));
-  const __m256 pw = _mm256_shuffle_ps(p, p, _MM_SHUFFLE(3, 3, 3, 3));
-  const __m256 qb = _mm256_xor_ps(
-      _mm256_shuffle_ps(q, q, _MM_SHUFFLE(0, 1, 2, 3)),
-      _mm256_set_ps(-0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f));
-  const __m256 qc = _mm256_xor_ps(
-      _mm256_shuffle_ps(q, q, _MM_SHUFFLE(1, 0, 3, 2)),
-      _mm256_set_ps(-0.0f, -0.0f, 0.0f, 0.0f, -0.0f, -0.0f, 0.0f, 0.0f));
-  const __m256 qd = _mm256_xor_ps(
-      _mm256_shuffle_ps(q, q, _MM_SHUFFLE(2, 3, 0, 1)),
-      _mm256_set_ps(-0.0f, 0.0f, 0.0f, -0.0f, -0.0f, 0.0f, 0.0f, -0.0f));
-  return _mm256_add_ps(
-      _mm256_add_ps(_mm256_mul_ps(pw, q), _mm256_mul_ps(px, qb)),
-      _mm256_add_ps(_mm256_mul_ps(py, qc), _mm256_mul_ps(pz, qd)));
-}
-
-// transform_internal::RotateRow.
-POSEWIRE_AVX2_INLINE __m256 Rotate(__m256 q, __m256 v) {
-  __m256 uv = Cross(q, v);
-  uv = _mm256_add_ps(uv, uv);
-  const __m256 w = _mm256_shuffle_ps(q, q, _MM_SHUFFLE(3, 3, 3, 3));
-  return _mm256_add_ps(_mm256_add_ps(v, _mm256_mul_ps(uv, w)), Cross(q, uv));
+  L8::StoreHalves(reinterpret_cast<float*>(a) + offset,
+                  reinterpret_cast<float*>(b) + offset, v);
 }
 
 // CombineTo(parent_a, child_a, out_a) and the same for b.
@@ -95,13 +44,13 @@ POSEWIRE_AVX2_INLINE void CombineTwo(const Transform& parent_a,
                                      const Transform& child_a,
                                      const Transform& child_b, Transform* out_a,
                                      Transform* out_b) {
-  const __m256 ps = LoadRowsXyz(parent_a, parent_b, 8);
-  const __m256 pq = LoadRows(parent_a, parent_b, 4);
-  const __m256 t = _mm256_add_ps(
-      LoadRowsXyz(parent_a, parent_b, 0),
-      Rotate(pq, _mm256_mul_ps(ps, LoadRowsXyz(child_a, child_b, 0))));
-  const __m256 q = Multiply(pq, LoadRows(child_a, child_b, 4));
-  const __m256 s = _mm256_mul_ps(ps, LoadRowsXyz(child_a, child_b, 8));
+  const L8::F8 ps = L8::KeepXyz(LoadRows(parent_a, parent_b, 8));
+  const L8::F8 pq = LoadRows(parent_a, parent_b, 4);
+  const L8::F8 t =
+      L8::KeepXyz(LoadRows(parent_a, parent_b, 0)) +
+      L8::RotateRow(pq, ps * L8::KeepXyz(LoadRows(child_a, child_b, 0)));
+  const L8::F8 q = L8::MultiplyRows(pq, LoadRows(child_a, child_b, 4));
+  const L8::F8 s = ps * L8::KeepXyz(LoadRows(child_a, child_b, 8));
   StoreRows(t, out_a, out_b, 0);
   StoreRows(q, out_a, out_b, 4);
   StoreRows(s, out_a, out_b, 8);

@@ -9,16 +9,14 @@
 
 #include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
+#include "solver_core/model/internal/simd_lanes.h"
+#include "solver_core/model/internal/simd_lanes_avx2.h"
 #include "solver_core/model/pose.h"
-#include "solver_core/model/internal/sse_helpers.h"
 #include "solver_core/model/quaternion_math.h"
 #include "solver_core/model/simd_level.h"
 
 // AVX2 kernels (per-function target attributes, chosen at run time) on
 // x86-64 with GCC or Clang.
-#if POSEWIRE_AVX2_KERNELS
-#include <immintrin.h>
-#endif
 #define POSEWIRE_BLEND_AVX2 POSEWIRE_AVX2_KERNELS
 
 namespace posewire {
@@ -51,34 +49,30 @@ struct Contributor {
 // Accumulates joint j: writes translation and scale to `out`, returns the
 // unnormalised rotation sum and the first contributor's rotation (the
 // fallback for a degenerate sum).
-ABSL_ATTRIBUTE_ALWAYS_INLINE inline __m128 AccumulateJoint(const Contributor* c,
-                                                           int count, int j,
-                                                           Transform* out,
-                                                           __m128* first) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline lanes::F4 AccumulateJoint(
+    const Contributor* c, int count, int j, Transform* out, lanes::F4* first) {
   const float* p = reinterpret_cast<const float*>(c[0].pose + j);
-  __m128 w = _mm_set1_ps(c[0].weight);
-  const __m128 first_q = _mm_loadu_ps(p + 4);
-  __m128 t = _mm_mul_ps(simd::LoadXyz(p), w);
-  __m128 q = _mm_mul_ps(first_q, w);
-  __m128 s = _mm_mul_ps(simd::LoadXyz(p + 8), w);
-  const __m128 sign_bit = _mm_set1_ps(-0.0f);
+  lanes::F4 w = lanes::Splat(c[0].weight);
+  const lanes::F4 first_q = lanes::LoadU(p + 4);
+  lanes::F4 t = lanes::LoadXyz(p) * w;
+  lanes::F4 q = first_q * w;
+  lanes::F4 s = lanes::LoadXyz(p + 8) * w;
   for (int i = 1; i < count; ++i) {
     const float* x = reinterpret_cast<const float*>(c[i].pose + j);
-    w = _mm_set1_ps(c[i].weight);
-    const __m128 xq = _mm_loadu_ps(x + 4);
+    w = lanes::Splat(c[i].weight);
+    const lanes::F4 xq = lanes::LoadU(x + 4);
     // Flip onto the first rotation's hemisphere (q and -q are one rotation).
     // Comparing with the first rather than the running sum keeps the layers
     // independent of each other, so they pipeline.
-    const __m128 flip = _mm_and_ps(
-        _mm_cmplt_ps(simd::Dot4(first_q, xq), _mm_setzero_ps()), sign_bit);
-    t = _mm_add_ps(t, _mm_mul_ps(simd::LoadXyz(x), w));
-    s = _mm_add_ps(s, _mm_mul_ps(simd::LoadXyz(x + 8), w));
-    q = _mm_add_ps(q, _mm_mul_ps(xq, _mm_xor_ps(w, flip)));
+    const lanes::M4 flip = lanes::Dot4(first_q, xq) < lanes::Zero();
+    t = t + lanes::LoadXyz(x) * w;
+    s = s + lanes::LoadXyz(x + 8) * w;
+    q = q + xq * lanes::FlipSign(w, flip);
   }
   float* o = reinterpret_cast<float*>(out);
   // Full-row stores: the padding lanes receive zeros.
-  _mm_storeu_ps(o, t);
-  _mm_storeu_ps(o + 8, s);
+  lanes::StoreU(o, t);
+  lanes::StoreU(o + 8, s);
   *first = first_q;
   return q;
 }
@@ -87,12 +81,11 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline __m128 AccumulateJoint(const Contributor* c,
 inline void BlendJoint(const Contributor* c, int count, int j, Transform* out) {
 #if defined(__SSE2__)
   if constexpr (kSimdTransformLayout) {
-    __m128 first;
-    __m128 q = AccumulateJoint(c, count, j, out, &first);
-    const float n2 = _mm_cvtss_f32(simd::Dot4(q, q));
-    q = n2 > kMinQuatSquaredNorm ? _mm_mul_ps(q, _mm_set1_ps(InverseLength(n2)))
-                                 : first;
-    _mm_storeu_ps(reinterpret_cast<float*>(out) + 4, q);
+    lanes::F4 first;
+    lanes::F4 q = AccumulateJoint(c, count, j, out, &first);
+    const float n2 = lanes::First(lanes::Dot4(q, q));
+    q = n2 > kMinQuatSquaredNorm ? q * lanes::Splat(InverseLength(n2)) : first;
+    lanes::StoreU(reinterpret_cast<float*>(out) + 4, q);
     return;
   }
 #endif
@@ -118,36 +111,18 @@ inline void BlendJoint(const Contributor* c, int count, int j, Transform* out) {
 #if defined(__SSE2__)
 // Stores four rotation sums normalised with one SIMD square root and
 // division (the costliest part of a blend), or their fallbacks when
-// degenerate.
-// Four dot products a[k] . b[k], one per lane, with simd::Dot4's summation
-// order, (x x' + z z') + (y y' + w w'), and so its bits: the products are
-// transposed and added instead of summed horizontally four times.
-ABSL_ATTRIBUTE_ALWAYS_INLINE inline __m128 FourDots(const __m128 a[4],
-                                                    const __m128 b[4]) {
-  const __m128 m0 = _mm_mul_ps(a[0], b[0]);
-  const __m128 m1 = _mm_mul_ps(a[1], b[1]);
-  const __m128 m2 = _mm_mul_ps(a[2], b[2]);
-  const __m128 m3 = _mm_mul_ps(a[3], b[3]);
-  // Lanes (x + z, x + z, y + w, y + w) of joints (0, 1, 0, 1) and (2, 3, ...).
-  const __m128 s01 =
-      _mm_add_ps(_mm_unpacklo_ps(m0, m1), _mm_unpackhi_ps(m0, m1));
-  const __m128 s23 =
-      _mm_add_ps(_mm_unpacklo_ps(m2, m3), _mm_unpackhi_ps(m2, m3));
-  return _mm_add_ps(_mm_movelh_ps(s01, s23), _mm_movehl_ps(s23, s01));
-}
-
+// degenerate. The squared norms are lanes::FourDots, whose sums are Dot4's.
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline void StoreFourRotations(
-    const __m128 q[4], const __m128 first[4], Transform* const out[4]) {
-  const __m128 packed = FourDots(q, q);
-  const __m128 inverse = _mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(packed));
+    const lanes::F4 q[4], const lanes::F4 first[4], Transform* const out[4]) {
+  const lanes::F4 packed = lanes::FourDots(q, q);
+  const lanes::F4 inverse = lanes::Splat(1.0f) / lanes::Sqrt(packed);
   const int degenerate =
-      _mm_movemask_ps(_mm_cmple_ps(packed, _mm_set1_ps(kMinQuatSquaredNorm)));
-  __m128 r[4];
-  simd::SplatLanes(inverse, r);
+      lanes::Bits(packed <= lanes::Splat(kMinQuatSquaredNorm));
+  lanes::F4 r[4];
+  lanes::BroadcastLanes(inverse, r);
   for (int k = 0; k < 4; ++k) {
-    const __m128 unit =
-        (degenerate >> k) & 1 ? first[k] : _mm_mul_ps(q[k], r[k]);
-    _mm_storeu_ps(reinterpret_cast<float*>(out[k]) + 4, unit);
+    const lanes::F4 unit = (degenerate >> k) & 1 ? first[k] : q[k] * r[k];
+    lanes::StoreU(reinterpret_cast<float*>(out[k]) + 4, unit);
   }
 }
 #endif
@@ -161,38 +136,37 @@ inline void BlendFourJoints(const Contributor* c, int count, int j,
     // AccumulateJoint's arithmetic on four joints at once, so the four
     // hemisphere tests of a layer share one FourDots. Every input of the
     // four joints is read before any of them is written.
-    __m128 first[4], t[4], q[4], s[4];
-    __m128 w = _mm_set1_ps(c[0].weight);
+    lanes::F4 first[4], t[4], q[4], s[4];
+    lanes::F4 w = lanes::Splat(c[0].weight);
     for (int k = 0; k < 4; ++k) {
       const float* p = reinterpret_cast<const float*>(c[0].pose + j + k);
-      first[k] = _mm_loadu_ps(p + 4);
-      t[k] = _mm_mul_ps(simd::LoadXyz(p), w);
-      q[k] = _mm_mul_ps(first[k], w);
-      s[k] = _mm_mul_ps(simd::LoadXyz(p + 8), w);
+      first[k] = lanes::LoadU(p + 4);
+      t[k] = lanes::LoadXyz(p) * w;
+      q[k] = first[k] * w;
+      s[k] = lanes::LoadXyz(p + 8) * w;
     }
-    const __m128 sign_bit = _mm_set1_ps(-0.0f);
     for (int i = 1; i < count; ++i) {
-      w = _mm_set1_ps(c[i].weight);
+      w = lanes::Splat(c[i].weight);
       const float* x[4];
-      __m128 xq[4];
+      lanes::F4 xq[4];
       for (int k = 0; k < 4; ++k) {
         x[k] = reinterpret_cast<const float*>(c[i].pose + j + k);
-        xq[k] = _mm_loadu_ps(x[k] + 4);
+        xq[k] = lanes::LoadU(x[k] + 4);
       }
-      const __m128 flips = _mm_and_ps(
-          _mm_cmplt_ps(FourDots(first, xq), _mm_setzero_ps()), sign_bit);
-      __m128 flip[4];
-      simd::SplatLanes(flips, flip);
+      const lanes::F4 flips = lanes::And(
+          lanes::Splat(-0.0f), lanes::FourDots(first, xq) < lanes::Zero());
+      lanes::F4 flip[4];
+      lanes::BroadcastLanes(flips, flip);
       for (int k = 0; k < 4; ++k) {
-        t[k] = _mm_add_ps(t[k], _mm_mul_ps(simd::LoadXyz(x[k]), w));
-        s[k] = _mm_add_ps(s[k], _mm_mul_ps(simd::LoadXyz(x[k] + 8), w));
-        q[k] = _mm_add_ps(q[k], _mm_mul_ps(xq[k], _mm_xor_ps(w, flip[k])));
+        t[k] = t[k] + lanes::LoadXyz(x[k]) * w;
+        s[k] = s[k] + lanes::LoadXyz(x[k] + 8) * w;
+        q[k] = q[k] + xq[k] * lanes::Xor(w, flip[k]);
       }
     }
     for (int k = 0; k < 4; ++k) {
       float* o = reinterpret_cast<float*>(out + j + k);
-      _mm_storeu_ps(o, t[k]);
-      _mm_storeu_ps(o + 8, s[k]);
+      lanes::StoreU(o, t[k]);
+      lanes::StoreU(o + 8, s[k]);
     }
     Transform* const outs[4] = {out + j, out + j + 1, out + j + 2, out + j + 3};
     StoreFourRotations(q, first, outs);
@@ -207,8 +181,8 @@ inline void BlendFourJoints(const Contributor* const c[4], const int count[4],
                             const int j[4], Transform* out) {
 #if defined(__SSE2__)
   if constexpr (kSimdTransformLayout) {
-    __m128 first[4];
-    __m128 q[4];
+    lanes::F4 first[4];
+    lanes::F4 q[4];
     for (int k = 0; k < 4; ++k) {
       q[k] = AccumulateJoint(c[k], count[k], j[k], out + j[k], &first[k]);
     }
@@ -223,7 +197,7 @@ inline void BlendFourJoints(const Contributor* const c[4], const int count[4],
 #if POSEWIRE_BLEND_AVX2
 // AVX2 kernels, compiled per function (the file itself is built for
 // baseline x86-64, so no AVX2 code runs on a CPU without it) and chosen at run
-// time. Two consecutive 48-byte Transforms are exactly three __m256 rows,
+// time. Two consecutive 48-byte Transforms are exactly three eight-lane rows,
 //   a = (t0 q0), b = (s0 t1), c = (q1 s1),
 // so a layer's contribution to two joints is three loads, three multiplies
 // and three adds. Lane by lane they are AccumulateJoint's and
@@ -234,47 +208,34 @@ inline void BlendFourJoints(const Contributor* const c[4], const int count[4],
 
 namespace avx2 {
 
+namespace L8 = lanes_avx2;
+using L8::F8;
+
 // Two joints' accumulators in the three-row layout above. Rotation sums are
 // in a's high half (first joint) and c's low half (second joint). The
 // padding lanes (3 and 7 of the translation and scale halves) are stored as
 // +0, as LoadXyz makes them in the SSE path.
 struct PairRows {
-  __m256 a, b, c;
+  F8 a, b, c;
   // The first contributor's rotations, (q1 | q0): the hemisphere reference
   // and the fallback for a degenerate sum.
-  __m256 first;
+  F8 first;
 };
 
 // LoadXyz's mask for each row: the padding lanes cleared.
-POSEWIRE_AVX2_INLINE __m256 MaskA() {
-  return _mm256_castsi256_ps(_mm256_set_epi32(-1, -1, -1, -1, 0, -1, -1, -1));
-}
-POSEWIRE_AVX2_INLINE __m256 MaskB() {
-  return _mm256_castsi256_ps(_mm256_set_epi32(0, -1, -1, -1, 0, -1, -1, -1));
-}
-POSEWIRE_AVX2_INLINE __m256 MaskC() {
-  return _mm256_castsi256_ps(_mm256_set_epi32(0, -1, -1, -1, -1, -1, -1, -1));
-}
-
-// simd::Dot4 within each 128-bit half: (x x' + z z') + (y y' + w w') of the
-// products `m`, in every lane of the half.
-POSEWIRE_AVX2_INLINE __m256 HalfDots(__m256 m) {
-  const __m256 s =
-      _mm256_add_ps(m, _mm256_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
-  return _mm256_add_ps(s, _mm256_shuffle_ps(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
-}
+POSEWIRE_AVX2_INLINE L8::M8 MaskA() { return L8::ConstMask<0xF7>(); }
+POSEWIRE_AVX2_INLINE L8::M8 MaskB() { return L8::ConstMask<0x77>(); }
+POSEWIRE_AVX2_INLINE L8::M8 MaskC() { return L8::ConstMask<0x7F>(); }
 
 // The rotations of rows a and c, as (q1 | q0): a blend within halves.
-POSEWIRE_AVX2_INLINE __m256 Rotations(__m256 a, __m256 c) {
-  return _mm256_blend_ps(c, a, 0xF0);
-}
+POSEWIRE_AVX2_INLINE F8 Rotations(F8 a, F8 c) { return L8::Blend<0xF0>(c, a); }
 
 // Rows of the transforms at `p0` and `p1`, padding lanes zeroed.
-POSEWIRE_AVX2_INLINE void LoadRows(const float* p0, const float* p1, __m256* a,
-                                   __m256* b, __m256* c) {
-  *a = _mm256_and_ps(_mm256_loadu_ps(p0), MaskA());
-  *b = _mm256_and_ps(_mm256_loadu2_m128(p1, p0 + 8), MaskB());
-  *c = _mm256_and_ps(_mm256_loadu_ps(p1 + 4), MaskC());
+POSEWIRE_AVX2_INLINE void LoadRows(const float* p0, const float* p1, F8* a,
+                                   F8* b, F8* c) {
+  *a = L8::And(L8::LoadU(p0), MaskA());
+  *b = L8::And(L8::LoadHalves(p0 + 8, p1), MaskB());
+  *c = L8::And(L8::LoadU(p1 + 4), MaskC());
 }
 
 // AccumulateJoint for joints j0 (contributors c0) and j1 (c1), both with
@@ -283,36 +244,32 @@ POSEWIRE_AVX2_INLINE PairRows AccumulatePair(const Contributor* c0,
                                              const Contributor* c1, int count,
                                              int j0, int j1) {
   PairRows r;
-  __m256 a, b, c;
+  F8 a, b, c;
   LoadRows(reinterpret_cast<const float*>(c0[0].pose + j0),
            reinterpret_cast<const float*>(c1[0].pose + j1), &a, &b, &c);
   // Weights per row: (w0 | w0), (w0 | w1), (w1 | w1).
-  __m256 wa = _mm256_set1_ps(c0[0].weight);
-  __m256 wc = _mm256_set1_ps(c1[0].weight);
+  F8 wa = L8::Splat(c0[0].weight);
+  F8 wc = L8::Splat(c1[0].weight);
   r.first = Rotations(a, c);
-  r.a = _mm256_mul_ps(a, wa);
-  r.b = _mm256_mul_ps(b, _mm256_blend_ps(wa, wc, 0xF0));
-  r.c = _mm256_mul_ps(c, wc);
+  r.a = a * wa;
+  r.b = b * L8::Blend<0xF0>(wa, wc);
+  r.c = c * wc;
   // The sign bit in the rotation half of a (high) and of c (low).
-  const __m256 sign_a =
-      _mm256_setr_ps(0.0f, 0.0f, 0.0f, 0.0f, -0.0f, -0.0f, -0.0f, -0.0f);
-  const __m256 sign_c =
-      _mm256_setr_ps(-0.0f, -0.0f, -0.0f, -0.0f, 0.0f, 0.0f, 0.0f, 0.0f);
+  const F8 sign_a =
+      L8::SetLanes(0.0f, 0.0f, 0.0f, 0.0f, -0.0f, -0.0f, -0.0f, -0.0f);
+  const F8 sign_c =
+      L8::SetLanes(-0.0f, -0.0f, -0.0f, -0.0f, 0.0f, 0.0f, 0.0f, 0.0f);
   for (int i = 1; i < count; ++i) {
     LoadRows(reinterpret_cast<const float*>(c0[i].pose + j0),
              reinterpret_cast<const float*>(c1[i].pose + j1), &a, &b, &c);
-    wa = _mm256_set1_ps(c0[i].weight);
-    wc = _mm256_set1_ps(c1[i].weight);
+    wa = L8::Splat(c0[i].weight);
+    wc = L8::Splat(c1[i].weight);
     // Hemisphere test of both rotations against the first contributor's:
     // all ones in the half of a joint to flip.
-    const __m256 flip =
-        _mm256_cmp_ps(HalfDots(_mm256_mul_ps(r.first, Rotations(a, c))),
-                      _mm256_setzero_ps(), _CMP_LT_OS);
-    r.a = _mm256_add_ps(
-        r.a, _mm256_mul_ps(a, _mm256_xor_ps(wa, _mm256_and_ps(flip, sign_a))));
-    r.b = _mm256_add_ps(r.b, _mm256_mul_ps(b, _mm256_blend_ps(wa, wc, 0xF0)));
-    r.c = _mm256_add_ps(
-        r.c, _mm256_mul_ps(c, _mm256_xor_ps(wc, _mm256_and_ps(flip, sign_c))));
+    const L8::M8 flip = L8::HalfDots(r.first * Rotations(a, c)) < L8::Zero();
+    r.a = r.a + a * L8::Xor(wa, L8::And(sign_a, flip));
+    r.b = r.b + b * L8::Blend<0xF0>(wa, wc);
+    r.c = r.c + c * L8::Xor(wc, L8::And(sign_c, flip));
   }
   return r;
 }
@@ -325,14 +282,14 @@ POSEWIRE_AVX2_INLINE PairRows AccumulateTwoSingles(const Contributor* c0,
                                                    const Contributor* c1,
                                                    int count1, int j1,
                                                    Transform* out) {
-  __m128 first0, first1;
-  const __m128 q0 = AccumulateJoint(c0, count0, j0, out + j0, &first0);
-  const __m128 q1 = AccumulateJoint(c1, count1, j1, out + j1, &first1);
+  lanes::F4 first0, first1;
+  const lanes::F4 q0 = AccumulateJoint(c0, count0, j0, out + j0, &first0);
+  const lanes::F4 q1 = AccumulateJoint(c1, count1, j1, out + j1, &first1);
   PairRows r;
-  r.a = _mm256_set_m128(q0, q0);
-  r.b = _mm256_setzero_ps();  // unused: AccumulateJoint stored it
-  r.c = _mm256_set_m128(q1, q1);
-  r.first = _mm256_set_m128(first0, first1);
+  r.a = L8::FromHalves(q0, q0);
+  r.b = L8::Zero();  // unused: AccumulateJoint stored it
+  r.c = L8::FromHalves(q1, q1);
+  r.first = L8::FromHalves(first1, first0);
   return r;
 }
 
@@ -340,41 +297,34 @@ POSEWIRE_AVX2_INLINE PairRows AccumulateTwoSingles(const Contributor* c0,
 // rotation, for two pairs held as (u1 | u0) and (u3 | u2): `degenerate`'s
 // bits 0 and 4 flag joints 1 and 0 (pair p), bits 1 and 5 joints 3 and 2
 // (pair r), as the squared-norm layouts below leave them.
-POSEWIRE_AVX2_INLINE void UseFirstWhereDegenerate(int degenerate,
-                                                  __m256 first_p,
-                                                  __m256 first_r, __m256* up,
-                                                  __m256* ur) {
+POSEWIRE_AVX2_INLINE void UseFirstWhereDegenerate(int degenerate, F8 first_p,
+                                                  F8 first_r, F8* up, F8* ur) {
   if ((degenerate & 0x33) == 0) [[likely]]
     return;
-  if (degenerate & 0x01) *up = _mm256_blend_ps(*up, first_p, 0x0F);
-  if (degenerate & 0x10) *up = _mm256_blend_ps(*up, first_p, 0xF0);
-  if (degenerate & 0x02) *ur = _mm256_blend_ps(*ur, first_r, 0x0F);
-  if (degenerate & 0x20) *ur = _mm256_blend_ps(*ur, first_r, 0xF0);
+  if (degenerate & 0x01) *up = L8::Blend<0x0F>(*up, first_p);
+  if (degenerate & 0x10) *up = L8::Blend<0xF0>(*up, first_p);
+  if (degenerate & 0x02) *ur = L8::Blend<0x0F>(*ur, first_r);
+  if (degenerate & 0x20) *ur = L8::Blend<0xF0>(*ur, first_r);
 }
 
 // StoreFourRotations for the rotation sums qp = (q1 | q0) of a pair of joints
 // and qr of another, with their first contributors' rotations (the
 // fallbacks): returns each pair's unit rotations as (u1 | u0).
-POSEWIRE_AVX2_INLINE void NormalizeFour(__m256 qp, __m256 first_p, __m256 qr,
-                                        __m256 first_r, __m256* up,
-                                        __m256* ur) {
+POSEWIRE_AVX2_INLINE void NormalizeFour(F8 qp, F8 first_p, F8 qr, F8 first_r,
+                                        F8* up, F8* ur) {
   // Squared norms as FourDots sums them, its transpose within each half:
   // (n1, n3, n1, n3 | n0, n2, n0, n2).
-  const __m256 mp = _mm256_mul_ps(qp, qp);
-  const __m256 mr = _mm256_mul_ps(qr, qr);
-  const __m256 s =
-      _mm256_add_ps(_mm256_unpacklo_ps(mp, mr), _mm256_unpackhi_ps(mp, mr));
-  const __m256 mixed =
-      _mm256_add_ps(s, _mm256_shuffle_ps(s, s, _MM_SHUFFLE(1, 0, 3, 2)));
+  const F8 mp = qp * qp;
+  const F8 mr = qr * qr;
+  const F8 s = L8::UnpackLo(mp, mr) + L8::UnpackHi(mp, mr);
+  const F8 mixed = s + L8::Shuffle<2, 3, 0, 1>(s);
   // One square root and one division for the four (each twice: a 256-bit
   // one costs about what two 128-bit ones do, and saves moving the norms
   // across halves and back).
-  const __m256 inverse =
-      _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(mixed));
-  const int degenerate = _mm256_movemask_ps(
-      _mm256_cmp_ps(mixed, _mm256_set1_ps(kMinQuatSquaredNorm), _CMP_LE_OS));
-  __m256 u0 = _mm256_mul_ps(qp, _mm256_permute_ps(inverse, 0x00));
-  __m256 u1 = _mm256_mul_ps(qr, _mm256_permute_ps(inverse, 0x55));
+  const F8 inverse = L8::Splat(1.0f) / L8::Sqrt(mixed);
+  const int degenerate = L8::Bits(mixed <= L8::Splat(kMinQuatSquaredNorm));
+  F8 u0 = qp * L8::Broadcast<0>(inverse);
+  F8 u1 = qr * L8::Broadcast<1>(inverse);
   UseFirstWhereDegenerate(degenerate, first_p, first_r, &u0, &u1);
   *up = u0;
   *ur = u1;
@@ -382,7 +332,7 @@ POSEWIRE_AVX2_INLINE void NormalizeFour(__m256 qp, __m256 first_p, __m256 qr,
 
 // The same for the rotation sums in rows a and c of two PairRows.
 POSEWIRE_AVX2_INLINE void NormalizeFour(const PairRows& p, const PairRows& r,
-                                        __m256* up, __m256* ur) {
+                                        F8* up, F8* ur) {
   NormalizeFour(Rotations(p.a, p.c), p.first, Rotations(r.a, r.c), r.first, up,
                 ur);
 }
@@ -390,19 +340,19 @@ POSEWIRE_AVX2_INLINE void NormalizeFour(const PairRows& p, const PairRows& r,
 // Stores the rows of a pair of joints, with unit rotations u = (u1 | u0) in
 // place of the sums: joint 0's rows are a and b's low half, joint 1's b's
 // high half and c.
-POSEWIRE_AVX2_INLINE void StorePair(const PairRows& r, __m256 u,
-                                    Transform* out0, Transform* out1) {
+POSEWIRE_AVX2_INLINE void StorePair(const PairRows& r, F8 u, Transform* out0,
+                                    Transform* out1) {
   float* o0 = reinterpret_cast<float*>(out0);
   float* o1 = reinterpret_cast<float*>(out1);
-  _mm256_storeu_ps(o0, _mm256_blend_ps(r.a, u, 0xF0));
-  _mm256_storeu2_m128(o1, o0 + 8, r.b);
-  _mm256_storeu_ps(o1 + 4, _mm256_blend_ps(u, r.c, 0xF0));
+  L8::StoreU(o0, L8::Blend<0xF0>(r.a, u));
+  L8::StoreHalves(o0 + 8, o1, r.b);
+  L8::StoreU(o1 + 4, L8::Blend<0xF0>(u, r.c));
 }
 
-POSEWIRE_AVX2_INLINE void StoreRotations(__m256 u, Transform* out0,
+POSEWIRE_AVX2_INLINE void StoreRotations(F8 u, Transform* out0,
                                          Transform* out1) {
-  _mm256_storeu2_m128(reinterpret_cast<float*>(out0) + 4,
-                      reinterpret_cast<float*>(out1) + 4, u);
+  L8::StoreHalves(reinterpret_cast<float*>(out1) + 4,
+                  reinterpret_cast<float*>(out0) + 4, u);
 }
 
 // One contributor's weights in the fast path's layout, where a pair of
@@ -411,7 +361,7 @@ POSEWIRE_AVX2_INLINE void StoreRotations(__m256 u, Transform* out0,
 // lanes (3 and 7, never masked on load: garbage times +0 is +-0 or NaN,
 // never a denormal, and the stores clear those lanes); `q` multiplies the
 // rotations.
-// Plain floats: a std::vector of __m256 need not be 32-byte aligned.
+// Plain floats: a std::vector of registers need not be 32-byte aligned.
 struct RowWeights {
   float xyz[8];
   float q[8];
@@ -424,26 +374,25 @@ struct RowWeights {
 // weight, even +0, is not finite and stays so through the sums). A NaN norm
 // may hide the extremes seen before it, but then that NaN reaches the sum.
 struct Screen {
-  __m256 min_norm, max_norm, sum;
+  F8 min_norm, max_norm, sum;
 };
 
 // Half sums of the squared norms of four rotations held transposed (lo,
 // hi), as BlendAllGroups holds them: (x^2 + z^2) and (y^2 + w^2) side by
 // side. Any order of summation will do for a screen (its bounds have a
 // margin for rounding).
-POSEWIRE_AVX2_INLINE __m256 HalfNorms(__m256 lo, __m256 hi) {
-  return _mm256_add_ps(_mm256_mul_ps(lo, lo), _mm256_mul_ps(hi, hi));
-}
+POSEWIRE_AVX2_INLINE F8 HalfNorms(F8 lo, F8 hi) { return lo * lo + hi * hi; }
 
 // Screens the squared norms of two layers' four rotations from their
 // HalfNorms (the same layer twice for an odd one out): one transposing add
 // and one pair of extremes for the two.
-POSEWIRE_AVX2_INLINE void ScreenNorms(__m256 s0, __m256 s1, Screen* screen) {
-  const __m256 n2 =
-      _mm256_add_ps(_mm256_shuffle_ps(s0, s1, _MM_SHUFFLE(1, 0, 1, 0)),
-                    _mm256_shuffle_ps(s0, s1, _MM_SHUFFLE(3, 2, 3, 2)));
-  screen->min_norm = _mm256_min_ps(screen->min_norm, n2);
-  screen->max_norm = _mm256_max_ps(screen->max_norm, n2);
+POSEWIRE_AVX2_INLINE void ScreenNorms(F8 s0, F8 s1, Screen* screen) {
+  const F8 n2 =
+      L8::Shuffle<0, 1, 0, 1>(s0, s1) + L8::Shuffle<2, 3, 2, 3>(s0, s1);
+  // std::min(n2, min_norm) and std::max(n2, max_norm): a NaN norm replaces
+  // the extreme.
+  screen->min_norm = L8::Min(n2, screen->min_norm);
+  screen->max_norm = L8::Max(n2, screen->max_norm);
 }
 
 // The fast path's sums for four joints (as BlendFourJoints) of kCount
@@ -465,12 +414,12 @@ POSEWIRE_AVX2_INLINE void ScreenNorms(__m256 s0, __m256 s1, Screen* screen) {
 struct GroupSums {
   // Joints j, j + 1 (pair p) and j + 2, j + 3 (pair r): translations and
   // scales as ts = (t0 | s1) and b = (s0 | t1) per pair.
-  __m256 ts_p, b_p, ts_r, b_r;
+  F8 ts_p, b_p, ts_r, b_r;
   // The rotation sums, transposed as above.
-  __m256 q_lo, q_hi;
+  F8 q_lo, q_hi;
   // The first contributor's rotations per pair, (q1 | q0): the fallbacks
   // for a degenerate sum.
-  __m256 first_p, first_r;
+  F8 first_p, first_r;
 };
 
 // The four joints' rows start at pose[i] + f (f = 12 j).
@@ -479,42 +428,42 @@ POSEWIRE_AVX2_INLINE GroupSums AccumulateGroup(const float* const* pose,
                                                const RowWeights* w, int count,
                                                size_t f, Screen* screen) {
   const int layers = kCount > 0 ? kCount : count;
-  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const F8 sign = L8::Splat(-0.0f);
   GroupSums g;
   const float* x = pose[0] + f;
-  __m256 a = _mm256_loadu_ps(x);
-  __m256 c = _mm256_loadu_ps(x + 16);
+  F8 a = L8::LoadU(x);
+  F8 c = L8::LoadU(x + 16);
   g.first_p = Rotations(a, c);
-  __m256 wxyz = _mm256_loadu_ps(w[0].xyz);
-  g.ts_p = _mm256_mul_ps(_mm256_blend_ps(a, c, 0xF0), wxyz);
-  g.b_p = _mm256_mul_ps(_mm256_loadu_ps(x + 8), wxyz);
-  a = _mm256_loadu_ps(x + 24);
-  c = _mm256_loadu_ps(x + 40);
+  F8 wxyz = L8::LoadU(w[0].xyz);
+  g.ts_p = L8::Blend<0xF0>(a, c) * wxyz;
+  g.b_p = L8::LoadU(x + 8) * wxyz;
+  a = L8::LoadU(x + 24);
+  c = L8::LoadU(x + 40);
   g.first_r = Rotations(a, c);
-  g.ts_r = _mm256_mul_ps(_mm256_blend_ps(a, c, 0xF0), wxyz);
-  g.b_r = _mm256_mul_ps(_mm256_loadu_ps(x + 32), wxyz);
+  g.ts_r = L8::Blend<0xF0>(a, c) * wxyz;
+  g.b_r = L8::LoadU(x + 32) * wxyz;
   // The first contributor's rotations, transposed, and the sums.
-  const __m256 first_lo = _mm256_unpacklo_ps(g.first_p, g.first_r);
-  const __m256 first_hi = _mm256_unpackhi_ps(g.first_p, g.first_r);
-  __m256 wq = _mm256_loadu_ps(w[0].q);
-  g.q_lo = _mm256_mul_ps(first_lo, wq);
-  g.q_hi = _mm256_mul_ps(first_hi, wq);
+  const F8 first_lo = L8::UnpackLo(g.first_p, g.first_r);
+  const F8 first_hi = L8::UnpackHi(g.first_p, g.first_r);
+  F8 wq = L8::LoadU(w[0].q);
+  g.q_lo = first_lo * wq;
+  g.q_hi = first_hi * wq;
   // The screen's half norms of an even layer, waiting for the next one.
-  __m256 pending = _mm256_setzero_ps();
+  F8 pending = L8::Zero();
   if constexpr (kScreen) pending = HalfNorms(first_lo, first_hi);
 #pragma GCC unroll 4
   for (int i = 1; i < layers; ++i) {
     x = pose[i] + f;
-    const __m256 pa = _mm256_loadu_ps(x);
-    const __m256 pc = _mm256_loadu_ps(x + 16);
-    const __m256 ra = _mm256_loadu_ps(x + 24);
-    const __m256 rc = _mm256_loadu_ps(x + 40);
-    const __m256 xq_p = Rotations(pa, pc);
-    const __m256 xq_r = Rotations(ra, rc);
-    const __m256 x_lo = _mm256_unpacklo_ps(xq_p, xq_r);
-    const __m256 x_hi = _mm256_unpackhi_ps(xq_p, xq_r);
+    const F8 pa = L8::LoadU(x);
+    const F8 pc = L8::LoadU(x + 16);
+    const F8 ra = L8::LoadU(x + 24);
+    const F8 rc = L8::LoadU(x + 40);
+    const F8 xq_p = Rotations(pa, pc);
+    const F8 xq_r = Rotations(ra, rc);
+    const F8 x_lo = L8::UnpackLo(xq_p, xq_r);
+    const F8 x_hi = L8::UnpackHi(xq_p, xq_r);
     if constexpr (kScreen) {
-      const __m256 half_norms = HalfNorms(x_lo, x_hi);
+      const F8 half_norms = HalfNorms(x_lo, x_hi);
       if (i & 1) {
         ScreenNorms(pending, half_norms, screen);
       } else {
@@ -523,23 +472,16 @@ POSEWIRE_AVX2_INLINE GroupSums AccumulateGroup(const float* const* pose,
     }
     // The four hemisphere tests: FourDots' sums (x x' + z z') +
     // (y y' + w w'), in lanes (d1 d3 d1 d3 | d0 d2 d0 d2).
-    const __m256 s = _mm256_add_ps(_mm256_mul_ps(first_lo, x_lo),
-                                   _mm256_mul_ps(first_hi, x_hi));
-    const __m256 flips = _mm256_and_ps(
-        _mm256_cmp_ps(
-            _mm256_add_ps(s, _mm256_shuffle_ps(s, s, _MM_SHUFFLE(1, 0, 3, 2))),
-            _mm256_setzero_ps(), _CMP_LT_OS),
-        sign);
-    wxyz = _mm256_loadu_ps(w[i].xyz);
-    wq = _mm256_xor_ps(_mm256_loadu_ps(w[i].q), flips);
-    g.ts_p = _mm256_add_ps(g.ts_p,
-                           _mm256_mul_ps(_mm256_blend_ps(pa, pc, 0xF0), wxyz));
-    g.b_p = _mm256_add_ps(g.b_p, _mm256_mul_ps(_mm256_loadu_ps(x + 8), wxyz));
-    g.ts_r = _mm256_add_ps(g.ts_r,
-                           _mm256_mul_ps(_mm256_blend_ps(ra, rc, 0xF0), wxyz));
-    g.b_r = _mm256_add_ps(g.b_r, _mm256_mul_ps(_mm256_loadu_ps(x + 32), wxyz));
-    g.q_lo = _mm256_add_ps(g.q_lo, _mm256_mul_ps(x_lo, wq));
-    g.q_hi = _mm256_add_ps(g.q_hi, _mm256_mul_ps(x_hi, wq));
+    const F8 s = first_lo * x_lo + first_hi * x_hi;
+    const F8 flips = L8::And(sign, s + L8::Shuffle<2, 3, 0, 1>(s) < L8::Zero());
+    wxyz = L8::LoadU(w[i].xyz);
+    wq = L8::Xor(L8::LoadU(w[i].q), flips);
+    g.ts_p = g.ts_p + L8::Blend<0xF0>(pa, pc) * wxyz;
+    g.b_p = g.b_p + L8::LoadU(x + 8) * wxyz;
+    g.ts_r = g.ts_r + L8::Blend<0xF0>(ra, rc) * wxyz;
+    g.b_r = g.b_r + L8::LoadU(x + 32) * wxyz;
+    g.q_lo = g.q_lo + x_lo * wq;
+    g.q_hi = g.q_hi + x_hi * wq;
   }
   if constexpr (kScreen) {
     if (layers & 1) ScreenNorms(pending, pending, screen);
@@ -550,9 +492,8 @@ POSEWIRE_AVX2_INLINE GroupSums AccumulateGroup(const float* const* pose,
 // StoreFourRotations' half sums of the group's squared norms, in lanes
 // (x1^2 + z1^2, x3^2 + z3^2, y1^2 + w1^2, y3^2 + w3^2 | the same for joints
 // 0 and 2): a squared norm is lane k plus lane k + 2.
-POSEWIRE_AVX2_INLINE __m256 HalfSquaredNorms(const GroupSums& g) {
-  return _mm256_add_ps(_mm256_mul_ps(g.q_lo, g.q_lo),
-                       _mm256_mul_ps(g.q_hi, g.q_hi));
+POSEWIRE_AVX2_INLINE F8 HalfSquaredNorms(const GroupSums& g) {
+  return g.q_lo * g.q_lo + g.q_hi * g.q_hi;
 }
 
 // Stores the group's translations and scales as soon as they are summed,
@@ -561,49 +502,46 @@ POSEWIRE_AVX2_INLINE __m256 HalfSquaredNorms(const GroupSums& g) {
 template <bool kScreen>
 POSEWIRE_AVX2_INLINE void StoreRows(const GroupSums& g, float* o,
                                     Screen* screen) {
-  const __m256 pad_mask = MaskB();
-  const __m256 ts_p = _mm256_and_ps(g.ts_p, pad_mask);
-  const __m256 ts_r = _mm256_and_ps(g.ts_r, pad_mask);
-  const __m256 b_p = _mm256_and_ps(g.b_p, pad_mask);
-  const __m256 b_r = _mm256_and_ps(g.b_r, pad_mask);
+  const L8::M8 pad_mask = MaskB();
+  const F8 ts_p = L8::And(g.ts_p, pad_mask);
+  const F8 ts_r = L8::And(g.ts_r, pad_mask);
+  const F8 b_p = L8::And(g.b_p, pad_mask);
+  const F8 b_r = L8::And(g.b_r, pad_mask);
   // Joint 0's translation and joint 1's scale (ts), joint 0's scale and
   // joint 1's translation (b); then joints 2 and 3 likewise. The rotation
   // slots between them are left to StoreGroupRotations, so every byte is
   // written once.
-  _mm256_storeu2_m128(o + 20, o, ts_p);
-  _mm256_storeu_ps(o + 8, b_p);
-  _mm256_storeu2_m128(o + 44, o + 24, ts_r);
-  _mm256_storeu_ps(o + 32, b_r);
+  L8::StoreHalves(o, o + 20, ts_p);
+  L8::StoreU(o + 8, b_p);
+  L8::StoreHalves(o + 24, o + 44, ts_r);
+  L8::StoreU(o + 32, b_r);
   if constexpr (kScreen) {
-    screen->sum = _mm256_add_ps(
-        screen->sum,
-        _mm256_add_ps(_mm256_add_ps(ts_p, b_p), _mm256_add_ps(ts_r, b_r)));
+    screen->sum = screen->sum + ((ts_p + b_p) + (ts_r + b_r));
   }
 }
 
 // Stores the group's rotations (after StoreRows): the rotation sums times
 // `inverse` (their inverse norms, lanes as (i1 i3 i1 i3 | i0 i2 i0 i2)), or
 // the first contributor's rotation for a joint whose squared norm is at
-// most kMinQuatSquaredNorm. `degenerate` is the movemask of that test on
+// most kMinQuatSquaredNorm. `degenerate` is the lane bits of that test on
 // squared norms laid out with joints 1 and 3 in lanes `lane` and `lane` + 1,
 // joints 0 and 2 in lanes `lane` + 4 and `lane` + 5. With kScreen, adds the
 // squared norms `n2` to the screen's sum (the rotation sums are finite if
 // their squared norms are, which cannot overflow once the inputs' norms
 // pass).
 template <bool kScreen>
-POSEWIRE_AVX2_INLINE void StoreGroupRotations(const GroupSums& g,
-                                              __m256 inverse, int degenerate,
-                                              int lane, __m256 n2, float* o,
-                                              Screen* screen) {
-  const __m256 u_lo = _mm256_mul_ps(g.q_lo, inverse);
-  const __m256 u_hi = _mm256_mul_ps(g.q_hi, inverse);
+POSEWIRE_AVX2_INLINE void StoreGroupRotations(const GroupSums& g, F8 inverse,
+                                              int degenerate, int lane, F8 n2,
+                                              float* o, Screen* screen) {
+  const F8 u_lo = g.q_lo * inverse;
+  const F8 u_hi = g.q_hi * inverse;
   // (u1 | u0) and (u3 | u2).
-  __m256 up = _mm256_shuffle_ps(u_lo, u_hi, _MM_SHUFFLE(2, 0, 2, 0));
-  __m256 ur = _mm256_shuffle_ps(u_lo, u_hi, _MM_SHUFFLE(3, 1, 3, 1));
+  F8 up = L8::Shuffle<0, 2, 0, 2>(u_lo, u_hi);
+  F8 ur = L8::Shuffle<1, 3, 1, 3>(u_lo, u_hi);
   UseFirstWhereDegenerate(degenerate >> lane, g.first_p, g.first_r, &up, &ur);
-  _mm256_storeu2_m128(o + 4, o + 16, up);
-  _mm256_storeu2_m128(o + 28, o + 40, ur);
-  if constexpr (kScreen) screen->sum = _mm256_add_ps(screen->sum, n2);
+  L8::StoreHalves(o + 16, o + 4, up);
+  L8::StoreHalves(o + 40, o + 28, ur);
+  if constexpr (kScreen) screen->sum = screen->sum + n2;
 }
 
 // The fast path's kernel for joints [0, n - n % 4): eight at a time, whose
@@ -613,7 +551,7 @@ template <int kCount, bool kScreen>
 POSEWIRE_AVX2_INLINE void BlendAllGroups(const float* const* pose,
                                          const RowWeights* w, int count, int n,
                                          Transform* out, Screen* screen) {
-  const __m256 min_norm = _mm256_set1_ps(kMinQuatSquaredNorm);
+  const F8 min_norm = L8::Splat(kMinQuatSquaredNorm);
   float* o = reinterpret_cast<float*>(out);
   size_t f = 0;
   for (const size_t end = static_cast<size_t>(n / 8) * 96; f < end;
@@ -626,37 +564,29 @@ POSEWIRE_AVX2_INLINE void BlendAllGroups(const float* const* pose,
     StoreRows<kScreen>(g1, o + 48, screen);
     // Squared norms (n1 n3 m1 m3 | n0 n2 m0 m2), n of g0 and m of g1,
     // each (x^2 + z^2) + (y^2 + w^2) as StoreFourRotations sums them.
-    const __m256 s0 = HalfSquaredNorms(g0);
-    const __m256 s1 = HalfSquaredNorms(g1);
-    const __m256 n2 =
-        _mm256_add_ps(_mm256_shuffle_ps(s0, s1, _MM_SHUFFLE(1, 0, 1, 0)),
-                      _mm256_shuffle_ps(s0, s1, _MM_SHUFFLE(3, 2, 3, 2)));
-    const __m256 inverse =
-        _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(n2));
-    const int degenerate =
-        _mm256_movemask_ps(_mm256_cmp_ps(n2, min_norm, _CMP_LE_OS));
+    const F8 s0 = HalfSquaredNorms(g0);
+    const F8 s1 = HalfSquaredNorms(g1);
+    const F8 n2 =
+        L8::Shuffle<0, 1, 0, 1>(s0, s1) + L8::Shuffle<2, 3, 2, 3>(s0, s1);
+    const F8 inverse = L8::Splat(1.0f) / L8::Sqrt(n2);
+    const int degenerate = L8::Bits(n2 <= min_norm);
     // Each group's inverse norms back in its lanes (i1 i3 i1 i3 | ...), and
     // its squared norms likewise for the screen.
-    StoreGroupRotations<kScreen>(
-        g0, _mm256_shuffle_ps(inverse, inverse, _MM_SHUFFLE(1, 0, 1, 0)),
-        degenerate, 0, _mm256_shuffle_ps(n2, n2, _MM_SHUFFLE(1, 0, 1, 0)), o,
-        screen);
-    StoreGroupRotations<kScreen>(
-        g1, _mm256_shuffle_ps(inverse, inverse, _MM_SHUFFLE(3, 2, 3, 2)),
-        degenerate, 2, _mm256_shuffle_ps(n2, n2, _MM_SHUFFLE(3, 2, 3, 2)),
-        o + 48, screen);
+    StoreGroupRotations<kScreen>(g0, L8::Shuffle<0, 1, 0, 1>(inverse, inverse),
+                                 degenerate, 0, L8::Shuffle<0, 1, 0, 1>(n2, n2),
+                                 o, screen);
+    StoreGroupRotations<kScreen>(g1, L8::Shuffle<2, 3, 2, 3>(inverse, inverse),
+                                 degenerate, 2, L8::Shuffle<2, 3, 2, 3>(n2, n2),
+                                 o + 48, screen);
   }
   if (n % 8 >= 4) {
     const GroupSums g =
         AccumulateGroup<kCount, kScreen>(pose, w, count, f, screen);
-    const __m256 s = HalfSquaredNorms(g);
+    const F8 s = HalfSquaredNorms(g);
     // (n1 n3 n1 n3 | n0 n2 n0 n2).
-    const __m256 n2 =
-        _mm256_add_ps(s, _mm256_shuffle_ps(s, s, _MM_SHUFFLE(1, 0, 3, 2)));
-    const __m256 inverse =
-        _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(n2));
-    const int degenerate =
-        _mm256_movemask_ps(_mm256_cmp_ps(n2, min_norm, _CMP_LE_OS));
+    const F8 n2 = s + L8::Shuffle<2, 3, 0, 1>(s);
+    const F8 inverse = L8::Splat(1.0f) / L8::Sqrt(n2);
+    const int degenerate = L8::Bits(n2 <= min_norm);
     StoreRows<kScreen>(g, o, screen);
     StoreGroupRotations<kScreen>(g, inverse, degenerate, 0, n2, o, screen);
   }
@@ -685,15 +615,15 @@ POSEWIRE_AVX2_INLINE bool BlendAllImpl(const Contributor* c, int count, int n,
     poses = heap_poses.data();
   }
   for (int i = 0; i < count; ++i) {
-    const __m256 x = _mm256_set1_ps(c[i].weight);
-    _mm256_storeu_ps(w[i].xyz, _mm256_and_ps(x, MaskB()));
-    _mm256_storeu_ps(w[i].q, x);
+    const F8 x = L8::Splat(c[i].weight);
+    L8::StoreU(w[i].xyz, L8::And(x, MaskB()));
+    L8::StoreU(w[i].q, x);
     poses[i] = reinterpret_cast<const float*>(c[i].pose);
   }
   Screen screen;
-  screen.min_norm = _mm256_set1_ps(1.0f);
-  screen.max_norm = _mm256_set1_ps(1.0f);
-  screen.sum = _mm256_setzero_ps();
+  screen.min_norm = L8::Splat(1.0f);
+  screen.max_norm = L8::Splat(1.0f);
+  screen.sum = L8::Zero();
   switch (count) {
     case 2:
       BlendAllGroups<2, kScreen>(poses, w, count, n, out, &screen);
@@ -715,14 +645,11 @@ POSEWIRE_AVX2_INLINE bool BlendAllImpl(const Contributor* c, int count, int n,
     BlendJoint(c, count, j, out + j);
   }
   if constexpr (kScreen) {
-    const __m256 finite = _mm256_cmp_ps(_mm256_sub_ps(screen.sum, screen.sum),
-                                        _mm256_setzero_ps(), _CMP_EQ_OQ);
-    const __m256 in_range = _mm256_and_ps(
-        _mm256_cmp_ps(screen.min_norm, _mm256_set1_ps(kScreenMinSquaredNorm),
-                      _CMP_GE_OQ),
-        _mm256_cmp_ps(screen.max_norm, _mm256_set1_ps(kScreenMaxSquaredNorm),
-                      _CMP_LE_OQ));
-    ok &= _mm256_movemask_ps(_mm256_and_ps(finite, in_range)) == 0xFF;
+    const L8::M8 finite = (screen.sum - screen.sum) == L8::Zero();
+    const L8::M8 in_range =
+        (screen.min_norm >= L8::Splat(kScreenMinSquaredNorm)) &
+        (screen.max_norm <= L8::Splat(kScreenMaxSquaredNorm));
+    ok &= L8::Bits(finite & in_range) == 0xFF;
   }
   return ok;
 }
@@ -753,7 +680,7 @@ POSEWIRE_AVX2_INLINE void BlendFour(const Contributor* const c[4],
                       : AccumulateTwoSingles(c[k], count[k], j[k], c[k + 1],
                                              count[k + 1], j[k + 1], out);
   }
-  __m256 u[2];
+  F8 u[2];
   NormalizeFour(pair[0], pair[1], &u[0], &u[1]);
   for (int h = 0; h < 2; ++h) {
     const int k = 2 * h;
@@ -775,82 +702,72 @@ POSEWIRE_AVX2_FUNCTION void BlendSlots(const Contributor* const* c,
   for (; k < slots; ++k) BlendJoint(c[k], count[k], j[k], out + j[k]);
 }
 
-// PoseLooksValid (quaternion_math.h) on the three-row layout: the same
-// squared rotation norms (FourDots' order) against the same bounds, and
-// every translation and scale component summed (a NaN or infinity leaves
-// the sum non-finite). Like it, a screen: a pose it rejects goes to
-// ValidateTransform, which decides, so the status is the same either way.
+// The squared-norm test of TransformScreen on eight norms.
+POSEWIRE_AVX2_INLINE L8::M8 OutOfBounds(F8 n2) {
+  return L8::NotGe(n2, L8::Splat(kScreenMinSquaredNorm)) |
+         L8::NotLe(n2, L8::Splat(kScreenMaxSquaredNorm));
+}
+
+// PoseLooksValid on the three-row layout: the same squared rotation norms
+// (FourDots' order) against the same bounds, and every translation and scale
+// component summed (a NaN or infinity leaves the sum non-finite). Like it, a
+// screen: a pose it rejects goes to ValidateTransform, which decides, so the
+// status is the same either way.
 POSEWIRE_AVX2_FUNCTION bool PoseLooksValid(absl::Span<const Transform> pose) {
   const float* p = reinterpret_cast<const float*>(pose.data());
   const size_t n = pose.size();
   // Rows a and c summed together: their rotation halves come along, which
   // is harmless (a rotation that passes the norm test is finite and small).
-  __m256 sum_ac = _mm256_setzero_ps();
-  __m256 sum_b = _mm256_setzero_ps();
-  __m256 bad = _mm256_setzero_ps();
-  const __m256 lo = _mm256_set1_ps(kScreenMinSquaredNorm);
-  const __m256 hi = _mm256_set1_ps(kScreenMaxSquaredNorm);
+  F8 sum_ac = L8::Zero();
+  F8 sum_b = L8::Zero();
+  L8::M8 bad = L8::NoLanes();
   size_t i = 0;
   for (; i + 8 <= n; i += 8, p += 96) {
     // Eight transforms: the sums of the loop below, and the eight squared
     // norms in one register (FourDots' transpose, its final add across the
     // two pairs of rotation registers) for one pair of comparisons.
-    __m256 m[4];
+    F8 m[4];
     for (int k = 0; k < 4; ++k) {
       const float* t = p + 24 * k;
-      const __m256 a = _mm256_loadu_ps(t);
-      const __m256 b = _mm256_loadu_ps(t + 8);
-      const __m256 c = _mm256_loadu_ps(t + 16);
-      sum_ac = _mm256_add_ps(sum_ac, _mm256_add_ps(a, c));
-      sum_b = _mm256_add_ps(sum_b, b);
-      const __m256 q = Rotations(a, c);
-      m[k] = _mm256_mul_ps(q, q);
+      const F8 a = L8::LoadU(t);
+      const F8 b = L8::LoadU(t + 8);
+      const F8 c = L8::LoadU(t + 16);
+      sum_ac = sum_ac + (a + c);
+      sum_b = sum_b + b;
+      const F8 q = Rotations(a, c);
+      m[k] = q * q;
     }
-    const __m256 s01 = _mm256_add_ps(_mm256_unpacklo_ps(m[0], m[1]),
-                                     _mm256_unpackhi_ps(m[0], m[1]));
-    const __m256 s23 = _mm256_add_ps(_mm256_unpacklo_ps(m[2], m[3]),
-                                     _mm256_unpackhi_ps(m[2], m[3]));
-    const __m256 n2 =
-        _mm256_add_ps(_mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
-                      _mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
-    bad = _mm256_or_ps(bad, _mm256_or_ps(_mm256_cmp_ps(n2, lo, _CMP_NGE_UQ),
-                                         _mm256_cmp_ps(n2, hi, _CMP_NLE_UQ)));
+    const F8 s01 = L8::UnpackLo(m[0], m[1]) + L8::UnpackHi(m[0], m[1]);
+    const F8 s23 = L8::UnpackLo(m[2], m[3]) + L8::UnpackHi(m[2], m[3]);
+    const F8 n2 =
+        L8::Shuffle<0, 1, 0, 1>(s01, s23) + L8::Shuffle<2, 3, 2, 3>(s01, s23);
+    bad = bad | OutOfBounds(n2);
   }
   for (; i + 4 <= n; i += 4, p += 48) {
-    const __m256 a0 = _mm256_loadu_ps(p);
-    const __m256 b0 = _mm256_loadu_ps(p + 8);
-    const __m256 c0 = _mm256_loadu_ps(p + 16);
-    const __m256 a1 = _mm256_loadu_ps(p + 24);
-    const __m256 b1 = _mm256_loadu_ps(p + 32);
-    const __m256 c1 = _mm256_loadu_ps(p + 40);
-    sum_ac = _mm256_add_ps(
-        sum_ac, _mm256_add_ps(_mm256_add_ps(a0, c0), _mm256_add_ps(a1, c1)));
-    sum_b = _mm256_add_ps(sum_b, _mm256_add_ps(b0, b1));
+    const F8 a0 = L8::LoadU(p);
+    const F8 b0 = L8::LoadU(p + 8);
+    const F8 c0 = L8::LoadU(p + 16);
+    const F8 a1 = L8::LoadU(p + 24);
+    const F8 b1 = L8::LoadU(p + 32);
+    const F8 c1 = L8::LoadU(p + 40);
+    sum_ac = sum_ac + ((a0 + c0) + (a1 + c1));
+    sum_b = sum_b + (b0 + b1);
     // Rotations (q1 | q0) and (q3 | q2); products transposed and added as
     // in FourDots: lanes 0, 1 of each half hold the two norms of that half.
-    const __m256 q01 = Rotations(a0, c0);
-    const __m256 q23 = Rotations(a1, c1);
-    const __m256 m01 = _mm256_mul_ps(q01, q01);
-    const __m256 m23 = _mm256_mul_ps(q23, q23);
-    const __m256 s = _mm256_add_ps(_mm256_unpacklo_ps(m01, m23),
-                                   _mm256_unpackhi_ps(m01, m23));
-    const __m256 n2 =
-        _mm256_add_ps(s, _mm256_shuffle_ps(s, s, _MM_SHUFFLE(1, 0, 3, 2)));
-    bad = _mm256_or_ps(bad, _mm256_or_ps(_mm256_cmp_ps(n2, lo, _CMP_NGE_UQ),
-                                         _mm256_cmp_ps(n2, hi, _CMP_NLE_UQ)));
+    const F8 q01 = Rotations(a0, c0);
+    const F8 q23 = Rotations(a1, c1);
+    const F8 m01 = q01 * q01;
+    const F8 m23 = q23 * q23;
+    const F8 s = L8::UnpackLo(m01, m23) + L8::UnpackHi(m01, m23);
+    bad = bad | OutOfBounds(s + L8::Shuffle<2, 3, 0, 1>(s));
   }
   simd::TransformScreen tail;
   for (; i < n; ++i, p += 12) tail.Add(p);
   // Padding lanes (3 and 7) summed whatever the padding held: cleared.
-  const __m256 pad_mask =
-      _mm256_castsi256_ps(_mm256_set_epi32(0, -1, -1, -1, 0, -1, -1, -1));
-  const __m256 sums = _mm256_and_ps(_mm256_add_ps(sum_ac, sum_b), pad_mask);
-  const __m256 finite =
-      _mm256_cmp_ps(_mm256_sub_ps(sums, sums), _mm256_setzero_ps(), _CMP_EQ_OQ);
-  return _mm256_movemask_ps(finite) == 0xFF && _mm256_movemask_ps(bad) == 0 &&
+  const F8 sums = L8::KeepXyz(sum_ac + sum_b);
+  return L8::Bits((sums - sums) == L8::Zero()) == 0xFF && L8::Bits(bad) == 0 &&
          tail.Passed();
 }
-
 }  // namespace avx2
 #endif  // POSEWIRE_BLEND_AVX2
 
@@ -935,30 +852,29 @@ struct MaskedWeights {
 inline void ComputeMaskedWeights(absl::Span<const BlendLayer> layers,
                                  const float* layer_weights, float threshold,
                                  int first, MaskedWeights* m) {
-  const __m128 zero = _mm_setzero_ps();
-  __m128 total = zero;
+  const lanes::F4 zero = lanes::Zero();
+  lanes::F4 total = zero;
   for (size_t l = 0; l < layers.size(); ++l) {
     const float* mask = layers[l].joint_weights.data();
-    const __m128 lw = _mm_set1_ps(layer_weights[l]);
-    // Effective: max returns its second operand for NaN and for zeros.
-    const __m128 w =
-        mask == nullptr
-            ? lw
-            : _mm_mul_ps(lw, _mm_max_ps(_mm_loadu_ps(mask + first), zero));
-    _mm_storeu_ps(m->weights + 4 * l, w);
-    total = _mm_add_ps(total, w);
+    const lanes::F4 lw = lanes::Splat(layer_weights[l]);
+    // Effective: std::max(0, mask), which is 0 for NaN and for zeros.
+    const lanes::F4 w = mask == nullptr
+                            ? lw
+                            : lw * lanes::Max(zero, lanes::LoadU(mask + first));
+    lanes::StoreU(m->weights + 4 * l, w);
+    total = total + w;
   }
-  const __m128 t = _mm_set1_ps(threshold);
-  const __m128 fill = _mm_and_ps(_mm_cmplt_ps(total, t), _mm_sub_ps(t, total));
+  const lanes::F4 t = lanes::Splat(threshold);
+  const lanes::F4 fill = lanes::And(t - total, total < t);
   // Lanes with a zero total divide by zero or more; they are not read.
-  const __m128 inv = _mm_div_ps(_mm_set1_ps(1.0f), _mm_add_ps(total, fill));
+  const lanes::F4 inv = lanes::Splat(1.0f) / (total + fill);
   for (size_t l = 0; l < layers.size(); ++l) {
-    _mm_storeu_ps(m->normalised + 4 * l,
-                  _mm_mul_ps(_mm_loadu_ps(m->weights + 4 * l), inv));
+    lanes::StoreU(m->normalised + 4 * l,
+                  lanes::LoadU(m->weights + 4 * l) * inv);
   }
-  _mm_store_ps(m->total, total);
-  _mm_store_ps(m->fill, fill);
-  _mm_store_ps(m->fill_normalised, _mm_mul_ps(fill, inv));
+  lanes::Store(m->total, total);
+  lanes::Store(m->fill, fill);
+  lanes::Store(m->fill_normalised, fill * inv);
   m->first = first;
 }
 
@@ -988,14 +904,14 @@ inline bool JointWeightsLookValid(absl::Span<const float> weights) {
   size_t i = 0;
   bool ok = true;
 #if defined(__SSE2__)
-  __m128 all = _mm_castsi128_ps(_mm_set1_epi32(-1));
-  const __m128 hi = _mm_set1_ps(kMaxBlendWeight);
-  const __m128 lo = _mm_set1_ps(-kLargestFloat);
+  lanes::M4 all = lanes::AllLanes();
+  const lanes::F4 hi = lanes::Splat(kMaxBlendWeight);
+  const lanes::F4 lo = lanes::Splat(-kLargestFloat);
   for (; i + 4 <= weights.size(); i += 4) {
-    const __m128 w = _mm_loadu_ps(weights.data() + i);
-    all = _mm_and_ps(all, _mm_and_ps(_mm_cmple_ps(w, hi), _mm_cmpge_ps(w, lo)));
+    const lanes::F4 w = lanes::LoadU(weights.data() + i);
+    all = all & ((w <= hi) & (w >= lo));
   }
-  ok = _mm_movemask_ps(all) == 0xF;
+  ok = lanes::Bits(all) == 0xF;
 #endif
   for (; i < weights.size(); ++i) {
     const float w = weights[i];

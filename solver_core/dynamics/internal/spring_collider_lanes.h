@@ -2,14 +2,14 @@
 // one per lane (lane k has bone radius lane k), for the spring-bone kernels.
 // Each lane gets exactly the bits the one-point functions give for it: the
 // same operations in the same order, branches turned into lane selections.
-// The source is spring_collider_lanes.inc, which spring_bones.cc also
+// The source is spring_collider_lanes.inc, which spring_lane_engine.cc also
 // compiles at eight lanes for its AVX2 path (same bits per lane).
 #ifndef POSEWIRE_SOLVER_CORE_DYNAMICS_INTERNAL_SPRING_COLLIDER_LANES_H_
 #define POSEWIRE_SOLVER_CORE_DYNAMICS_INTERNAL_SPRING_COLLIDER_LANES_H_
 
 #include "absl/types/span.h"
-#include "solver_core/dynamics/internal/spring_lanes.h"
 #include "solver_core/dynamics/spring_colliders.h"
+#include "solver_core/model/internal/simd_lanes.h"
 
 namespace posewire {
 

@@ -1,29 +1,38 @@
-// Four-lane float arithmetic for the spring-bone solver: four particles (or
-// four bones) computed at once, one per lane.
+// The solver core's SIMD layer, four lanes: float registers (F4), lane
+// masks (M4) and 3-vectors in lanes (V4) with their operations, SSE2 where
+// available (baseline x86-64) and plain arrays otherwise with the same
+// results. simd_lanes_avx2.h is the eight-lane counterpart, with the same
+// names, for AVX2 kernels. Kernels are written with these rather than raw
+// intrinsics.
 //
-// The solver's lane kernels (spring_collider_lanes.inc,
-// spring_bone_lanes.inc) are written once against the names of this
-// namespace (F, M, V, Load, Select, ...) and compiled twice: with these
-// four-lane SSE2 types, and with the eight-lane AVX2 types of
-// spring_lanes_avx2.inc inside an AVX2 region (POSEWIRE_AVX2_REGION_BEGIN)
-// of spring_bones.cc, picked at run time (ActiveSimdLevel) for rigs wide
-// enough to gain from it (SpringRig::prefers_wide_lanes). Both widths give
-// the same bits: each lane performs the same IEEE operations in the same
-// order whatever the width (eight-lane vaddps, vmulps, vdivps, vsqrtps round
-// exactly as their SSE forms; no FMA), and a lane only ever reads its own
-// particle, its parent (in a group finished before) and values broadcast to
-// all lanes, so which particles share a register changes nothing.
+// Two ways of using a register:
+//   in lanes (SoA)  one value per lane, four particles or joints at once
+//                   (the spring-bone kernels, spring_*_lanes.inc);
+//   as a row (AoS)  one transform row or quaternion per register
+//                   (blending; at eight lanes also forward kinematics and
+//                   the pose screen): the shuffles, broadcasts, transposes
+//                   and dot products below (SSE2 only; callers keep a
+//                   scalar path).
 //
-// Every operation is the IEEE operation the scalar code performs, lane by
-// lane, so a kernel written with these types gives the same bits as the
-// scalar code it mirrors as long as it applies the same operations in the
-// same order (no fused multiply-add, no reciprocal estimates, no
-// reassociation). Min and max follow std::min / std::max exactly (which
-// operand wins on ties and signed zeros), not the SSE instructions' own
-// argument order. SSE2 where available (baseline x86-64), otherwise plain
-// arrays with the same results.
-#ifndef POSEWIRE_SOLVER_CORE_DYNAMICS_INTERNAL_SPRING_LANES_H_
-#define POSEWIRE_SOLVER_CORE_DYNAMICS_INTERNAL_SPRING_LANES_H_
+// Determinism rules, which every kernel written with these types keeps:
+// - Every operation is the IEEE operation the scalar code performs, lane by
+//   lane, so a kernel gives the same bits as the scalar code it mirrors as
+//   long as it applies the same operations in the same order: no fused
+//   multiply-add (the build has -ffp-contract=off and no FMA target), no
+//   reciprocal or square-root estimates, no reassociation. Sums that
+//   mirror Eigen's use its order (Dot: x + (y + z); Dot4 and FourDots:
+//   (x + z) + (y + w), as Eigen's SSE reduction and the scalar Dot4).
+// - Min and Max follow std::min / std::max exactly (which operand wins on
+//   ties, signed zeros and NaN), not the SSE instructions' argument order.
+// - Comparisons are the ordered IEEE ones (false on NaN); the eight-lane
+//   NotGe and NotLe, their negations (true on NaN), serve screens.
+// - A wider kernel gives the same bits as a narrower one: each lane performs
+//   the same operations in the same order whatever the width (eight-lane
+//   vaddps, vmulps, vdivps, vsqrtps round exactly as their SSE forms), and
+//   a lane reads only its own data and values broadcast to all lanes, so
+//   which items share a register changes nothing.
+#ifndef POSEWIRE_SOLVER_CORE_MODEL_INTERNAL_SIMD_LANES_H_
+#define POSEWIRE_SOLVER_CORE_MODEL_INTERNAL_SIMD_LANES_H_
 
 #include <Eigen/Core>
 #include <cmath>
@@ -335,7 +344,89 @@ inline void LoadColumns(const float* const rows[kWidth], F4 out[4]) {
   LoadColumns(rows[0], rows[1], rows[2], rows[3], out);
 }
 
+#if defined(__SSE2__)
+// ---------------------------------------------------------------------------
+// Rows (AoS): one transform row or quaternion per register.
+
+inline F4 LoadU(const float* p) { return {_mm_loadu_ps(p)}; }
+inline void StoreU(float* p, F4 a) { _mm_storeu_ps(p, a.v); }
+inline F4 Zero() { return {_mm_setzero_ps()}; }
+// Lane 0.
+inline float First(F4 a) { return _mm_cvtss_f32(a.v); }
+// Bitwise operations on floats (sign flips, masking).
+inline F4 And(F4 a, M4 m) { return {_mm_and_ps(a.v, m.v)}; }
+inline F4 Xor(F4 a, F4 b) { return {_mm_xor_ps(a.v, b.v)}; }
+// a with its sign flipped in the lanes of m.
+inline F4 FlipSign(F4 a, M4 m) {
+  return {_mm_xor_ps(a.v, _mm_and_ps(m.v, _mm_set1_ps(-0.0f)))};
+}
+// Lanes x, y, z: all bits; lane 3 none.
+inline M4 XyzLanes() {
+  return {_mm_castsi128_ps(_mm_set_epi32(0, -1, -1, -1))};
+}
+// Lanes x, y, z kept, the padding lane zeroed (it may hold anything,
+// including denormals that would slow the arithmetic down).
+inline F4 KeepXyz(F4 a) { return And(a, XyzLanes()); }
+inline F4 LoadXyz(const float* p) { return KeepXyz(LoadU(p)); }
+// Lane k of the result is lane Ik of a.
+template <int I0, int I1, int I2, int I3>
+inline F4 Shuffle(F4 a) {
+  return {_mm_shuffle_ps(a.v, a.v, _MM_SHUFFLE(I3, I2, I1, I0))};
+}
+// Lanes 0, 1 from a (lanes I0, I1), lanes 2, 3 from b (lanes I2, I3).
+template <int I0, int I1, int I2, int I3>
+inline F4 Shuffle(F4 a, F4 b) {
+  return {_mm_shuffle_ps(a.v, b.v, _MM_SHUFFLE(I3, I2, I1, I0))};
+}
+// Lane K in every lane.
+template <int K>
+inline F4 Broadcast(F4 a) {
+  return Shuffle<K, K, K, K>(a);
+}
+// (a0, b0, a1, b1) and (a2, b2, a3, b3).
+inline F4 UnpackLo(F4 a, F4 b) { return {_mm_unpacklo_ps(a.v, b.v)}; }
+inline F4 UnpackHi(F4 a, F4 b) { return {_mm_unpackhi_ps(a.v, b.v)}; }
+// (a0, a1, b0, b1) and (b2, b3, a2, a3), as movlhps and movhlps.
+inline F4 MoveLH(F4 a, F4 b) { return {_mm_movelh_ps(a.v, b.v)}; }
+inline F4 MoveHL(F4 a, F4 b) { return {_mm_movehl_ps(a.v, b.v)}; }
+// x x' + y y' + z z' + w w' in every lane, summed as (x x' + z z') +
+// (y y' + w w'), the order of the scalar Dot4 (quaternion_math.h).
+inline F4 Dot4(F4 a, F4 b) {
+  const F4 m = a * b;
+  const F4 s = m + Shuffle<2, 3, 0, 1>(m);
+  return s + Shuffle<1, 0, 3, 2>(s);
+}
+// Four dot products a[k] . b[k], one per lane, with Dot4's summation order
+// and so its bits: the products are transposed and added instead of summed
+// horizontally four times.
+inline F4 FourDots(const F4 a[4], const F4 b[4]) {
+  const F4 m0 = a[0] * b[0];
+  const F4 m1 = a[1] * b[1];
+  const F4 m2 = a[2] * b[2];
+  const F4 m3 = a[3] * b[3];
+  // Lanes (x + z, x + z, y + w, y + w) of joints (0, 1, 0, 1) and (2, 3, ...).
+  const F4 s01 = UnpackLo(m0, m1) + UnpackHi(m0, m1);
+  const F4 s23 = UnpackLo(m2, m3) + UnpackHi(m2, m3);
+  return MoveLH(s01, s23) + MoveHL(s23, s01);
+}
+// Each lane of `v` in a register of its own: out[k] = (v[k], v[k], v[k],
+// v[k]), for scaling four quaternions by four per-quaternion factors.
+inline void BroadcastLanes(F4 v, F4 out[4]) {
+  out[0] = Broadcast<0>(v);
+  out[1] = Broadcast<1>(v);
+  out[2] = Broadcast<2>(v);
+  out[3] = Broadcast<3>(v);
+}
+// Lanes whose exponent bits are all ones: NaN or infinite.
+inline M4 NotFinite(F4 a) {
+  const __m128i exponent = _mm_set1_epi32(0x7f800000);
+  return {_mm_castsi128_ps(_mm_cmpeq_epi32(
+      _mm_and_si128(_mm_castps_si128(a.v), exponent), exponent))};
+}
+
+#endif  // __SSE2__
+
 }  // namespace lanes
 }  // namespace posewire
 
-#endif  // POSEWIRE_SOLVER_CORE_DYNAMICS_INTERNAL_SPRING_LANES_H_
+#endif  // POSEWIRE_SOLVER_CORE_MODEL_INTERNAL_SIMD_LANES_H_

@@ -51,7 +51,7 @@ HeadSetup MakeHead() {
 AimIkJob HeadJob(HeadSetup& h, absl::Span<Transform> output) {
   return AimIkJob{.skeleton = h.skeleton,
                   .local = h.local,
-                  .model = h.model,
+                  .parent_model = h.model[h.skeleton->parent(h.head)],
                   .joint = h.head,
                   .target = h.target,
                   .pole_vector = {0, 1, 0},

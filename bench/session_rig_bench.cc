@@ -336,7 +336,7 @@ void BM_SessionRig_TwoBoneCcdSpring_Jobs(benchmark::State& state) {
     leg.end_joint = skeleton.FindJoint("LeftAnkle");
     leg.target = c.left_foot;
     leg.local = pose;
-    leg.model = model;
+    leg.parent_model = model[skeleton.parent(leg.start_joint)];
     leg.output = absl::MakeSpan(pose);
     TwoBoneIkResult leg_result;
     leg.result = &leg_result;

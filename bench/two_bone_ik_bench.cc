@@ -62,17 +62,18 @@ ArmSetup MakeArm(float reach_fraction) {
 }
 
 TwoBoneIkJob ArmJob(ArmSetup& arm, absl::Span<Transform> output) {
-  return TwoBoneIkJob{.skeleton = arm.skeleton,
-                      .local = arm.local,
-                      .model = arm.model,
-                      .start_joint = arm.start,
-                      .mid_joint = arm.mid,
-                      .end_joint = arm.end,
-                      .target = arm.target,
-                      .pole_vector = arm.pole,
-                      .mid_axis = {1, 0, 0},
-                      .output = output,
-                      .result = &arm.result};
+  return TwoBoneIkJob{
+      .skeleton = arm.skeleton,
+      .local = arm.local,
+      .parent_model = arm.model[arm.skeleton->parent(arm.start)],
+      .start_joint = arm.start,
+      .mid_joint = arm.mid,
+      .end_joint = arm.end,
+      .target = arm.target,
+      .pole_vector = arm.pole,
+      .mid_axis = {1, 0, 0},
+      .output = output,
+      .result = &arm.result};
 }
 
 // Runs `job` in place, restoring the chain's rotations before each solve so

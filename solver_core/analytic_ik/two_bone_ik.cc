@@ -7,8 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "solver_core/analytic_ik/clamp_direction.h"
-#include "solver_core/model/pose.h"
 #include "solver_core/model/internal/sse_helpers.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/model/pose.h"
 #include "solver_core/model/quaternion_math.h"
 
 namespace posewire {
@@ -88,12 +89,10 @@ absl::Status Diagnose(const TwoBoneIkJob& job) {
   }
   const Skeleton& skel = *job.skeleton;
   const size_t n = static_cast<size_t>(skel.num_joints());
-  if (job.local.size() != n || job.model.size() != n ||
-      job.output.size() != n) {
+  if (job.local.size() != n || job.output.size() != n) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "two_bone_ik: local, model and output need one transform per joint (",
-        n, "); got ", job.local.size(), ", ", job.model.size(), " and ",
-        job.output.size()));
+        "two_bone_ik: local and output need one transform per joint (", n,
+        "); got ", job.local.size(), " and ", job.output.size()));
   }
   if (absl::Status s = CheckNoPartialOverlap(job.output, "two_bone_ik.output",
                                              job.local, "two_bone_ik.local");
@@ -176,17 +175,9 @@ absl::Status Diagnose(const TwoBoneIkJob& job) {
     }
   }
 
-  const int parent = skel.parent(job.start_joint);
-  if (parent == kNoParent) {
-    if (absl::Status s =
-            ValidateTransform(job.root, "two_bone_ik.root", 0, "root space");
-        !s.ok()) {
-      return s;
-    }
-  } else if (absl::Status s =
-                 ValidateTransform(job.model[parent], "two_bone_ik.model",
-                                   parent, skel.joint_name(parent));
-             !s.ok()) {
+  if (absl::Status s = ValidateParentModel(
+          skel, job.parent_model, job.start_joint, "two_bone_ik.parent_model");
+      !s.ok()) {
     return s;
   }
   absl::Status status =
@@ -214,10 +205,9 @@ struct ChainView {
 
 ChainView ViewChain(const TwoBoneIkJob& job) {
   const Skeleton& skel = *job.skeleton;
-  const int parent = skel.parent(job.start_joint);
   const Transform* local = job.local.data();
-  return {parent == kNoParent ? &job.root : job.model.data() + parent,
-          local + job.start_joint, local + job.mid_joint, local + job.end_joint,
+  return {&job.parent_model, local + job.start_joint, local + job.mid_joint,
+          local + job.end_joint,
           skel.parent(job.mid_joint) == job.start_joint &&
               skel.parent(job.end_joint) == job.mid_joint};
 }
@@ -279,10 +269,7 @@ inline bool LooksValid(const TwoBoneIkJob& job) {
   if (job.skeleton == nullptr) return false;
   const Skeleton& skel = *job.skeleton;
   const size_t n = static_cast<size_t>(skel.num_joints());
-  if (job.local.size() != n || job.model.size() != n ||
-      job.output.size() != n) {
-    return false;
-  }
+  if (job.local.size() != n || job.output.size() != n) return false;
   if (OverlapsWithoutAliasing(job.output, job.local)) return false;
   if (static_cast<size_t>(job.start_joint) >= n ||
       static_cast<size_t>(job.mid_joint) >= n ||

@@ -1,5 +1,6 @@
 #include "solver_core/model/local_to_model.h"
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/model/pose.h"
 #include "solver_core/model/quaternion_math.h"
@@ -271,6 +272,38 @@ void ModelToLocalJob::RunUnchecked() const {
     const int p = skel.parent(j);
     local[j] = LocalFromModel(p == kNoParent ? root : model[p], model[j]);
   }
+}
+
+Transform ParentModelTransformOrRoot(const Skeleton& skeleton,
+                                     absl::Span<const Transform> local,
+                                     int joint, const Transform& root) {
+  // The ancestors, nearest first; skeletons are rarely deeper than this.
+  absl::InlinedVector<int, 32> ancestors;
+  for (int p = skeleton.parent(joint); p != kNoParent; p = skeleton.parent(p)) {
+    ancestors.push_back(p);
+  }
+  Transform model = root;
+  for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
+    CombineTo(model, local[*it], &model);
+  }
+  return model;
+}
+
+absl::Status ValidateParentModel(const Skeleton& skeleton,
+                                 const Transform& parent_model, int joint,
+                                 absl::string_view field) {
+  const int parent = skeleton.parent(joint);
+  if (parent == kNoParent) return ValidateRoot(parent_model, field);
+  return ValidateTransform(parent_model, field, parent,
+                           skeleton.joint_name(parent));
+}
+
+Transform JointModelTransform(const Skeleton& skeleton,
+                              absl::Span<const Transform> local, int joint,
+                              const Transform& root) {
+  Transform model = ParentModelTransformOrRoot(skeleton, local, joint, root);
+  CombineTo(model, local[joint], &model);
+  return model;
 }
 
 }  // namespace posewire

@@ -61,6 +61,31 @@ struct ModelToLocalJob {
   void RunUnchecked() const;
 };
 
+// The model-space transform of `joint`'s parent, or `root` when `joint` is a
+// root: forward kinematics along the joint's ancestors only, root first, each
+// step the CombineTo of LocalToModelJob, so the result is bit for bit the
+// entry LocalToModelJob (with the same `root`) writes for the parent. For
+// solvers that read one joint's frame (TwoBoneIkJob::parent_model,
+// AimIkJob::parent_model) without paying for the whole pose. Not validated:
+// `joint` must be in range and `local` hold one transform per joint.
+Transform ParentModelTransformOrRoot(
+    const Skeleton& skeleton, absl::Span<const Transform> local, int joint,
+    const Transform& root = Transform::Identity());
+
+// ValidateTransform for a transform from ParentModelTransformOrRoot: the
+// error names `field` and the parent, e.g. "two_bone_ik.parent_model[3] 'hip':
+// ...", or the root space when `joint` is a root, as LocalToModelJob names
+// its root ("...[0] 'root space': ...").
+absl::Status ValidateParentModel(const Skeleton& skeleton,
+                                 const Transform& parent_model, int joint,
+                                 absl::string_view field);
+
+// The model-space transform of `joint` itself, bit for bit LocalToModelJob's
+// model[joint]; the same preconditions.
+Transform JointModelTransform(const Skeleton& skeleton,
+                              absl::Span<const Transform> local, int joint,
+                              const Transform& root = Transform::Identity());
+
 }  // namespace posewire
 
 #endif  // POSEWIRE_SOLVER_CORE_MODEL_LOCAL_TO_MODEL_H_

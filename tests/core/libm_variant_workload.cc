@@ -217,7 +217,7 @@ void AnalyticIk(const ImportedAsset& asset, Lcg* rng, Hasher* h) {
     TwoBoneIkJob job;
     job.skeleton = &sk;
     job.local = local;
-    job.model = model;
+    job.parent_model = model[sk.parent(hip)];
     job.start_joint = hip;
     job.mid_joint = knee;
     job.end_joint = ankle;
@@ -236,7 +236,7 @@ void AnalyticIk(const ImportedAsset& asset, Lcg* rng, Hasher* h) {
     AimIkJob job;
     job.skeleton = &sk;
     job.local = local;
-    job.model = model;
+    job.parent_model = model[sk.parent(head)];
     job.joint = head;
     job.target = model[head].translation + rng->Vector(50.0f);
     job.pole_vector = rng->Vector(1.0f);

@@ -464,6 +464,59 @@ TEST(LocalToModel, TwoJointsAtATimeGiveTheBitsOfOneAtATime) {
   EXPECT_GE(widest, 2);
 }
 
+// One joint's model transform by its ancestors alone (what the analytic IK
+// solvers take as parent_model) is the entry the whole-pose job writes, bit
+// for bit, with the SSE and (where the CPU has it) the AVX2 pass; signed
+// zeros included, so a root's local transform goes through CombineTo with
+// the root space like every other joint.
+TEST(LocalToModel, OneJointByItsAncestorsGivesTheBitsOfTheJob) {
+  const Skeleton skeleton = RandomSkeleton(121, 91);
+  Rng rng(92);
+  LocalPose local = RandomPose(121, rng, 0.5f, 2.0f);
+  for (int j = 0; j < 121; j += 3) local[j].scale = rng.Vector(0.25f, 3.0f);
+  local[0].translation = Eigen::Vector3f(-0.0f, 0.0f, -0.0f);
+  for (const Transform& root :
+       {Transform::Identity(), rng.UniformScaleTransform(0.5f, 2.0f)}) {
+    const SimdLevel saved = ActiveSimdLevel();
+    for (const SimdLevel level : {SimdLevel::kSse2, DetectedSimdLevel()}) {
+      SetMaxSimdLevel(level);
+      const ModelPose model = Fk(skeleton, local, root);
+      for (int j = 0; j < skeleton.num_joints(); ++j) {
+        const int p = skeleton.parent(j);
+        EXPECT_TRUE(
+            BitEqual(JointModelTransform(skeleton, local, j, root), model[j]))
+            << "joint " << j;
+        EXPECT_TRUE(
+            BitEqual(ParentModelTransformOrRoot(skeleton, local, j, root),
+                     p == kNoParent ? root : model[p]))
+            << "joint " << j;
+      }
+    }
+    SetMaxSimdLevel(saved);
+  }
+  // The default root space is the identity.
+  EXPECT_TRUE(BitEqual(JointModelTransform(skeleton, local, 0),
+                       Fk(skeleton, local)[0]));
+  EXPECT_TRUE(BitEqual(ParentModelTransformOrRoot(skeleton, local, 0),
+                       Transform::Identity()));
+}
+
+TEST(LocalToModel, ValidateParentModelNamesTheParentOrTheRootSpace) {
+  const Skeleton skeleton = ChainSkeleton({kNoParent, 0, 1});
+  EXPECT_TRUE(ValidateParentModel(skeleton, Transform::Identity(), 2,
+                                  "two_bone_ik.parent_model")
+                  .ok());
+  Transform bad = Transform::Identity();
+  bad.translation.y() = kNaN;
+  ExpectInvalid(
+      ValidateParentModel(skeleton, bad, 2, "two_bone_ik.parent_model"),
+      {"two_bone_ik.parent_model[1] 'j1': translation"});
+  bad = Transform::Identity();
+  bad.rotation.coeffs() *= 2.0f;
+  ExpectInvalid(ValidateParentModel(skeleton, bad, 0, "aim_ik.parent_model"),
+                {"aim_ik.parent_model[0] 'root space': rotation norm 2"});
+}
+
 TEST(LocalToModel, RootTransformPlacesEveryJoint) {
   const Skeleton skeleton = RandomSkeleton(50, 7);
   Rng rng(8);

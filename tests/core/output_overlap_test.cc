@@ -169,14 +169,15 @@ absl::Status RunChain(const Walk& w, absl::Span<const Transform> in,
 absl::Status RunTwoBone(const Walk& w, absl::Span<const Transform> in,
                         absl::Span<Transform> out) {
   const Arm arm = LeftArm(w);
-  return TwoBoneIkJob{.skeleton = &w.skeleton(),
-                      .local = in,
-                      .model = arm.model,
-                      .start_joint = arm.chain[0],
-                      .mid_joint = arm.chain[1],
-                      .end_joint = arm.chain[2],
-                      .target = arm.hand,
-                      .output = out}
+  return TwoBoneIkJob{
+      .skeleton = &w.skeleton(),
+      .local = in,
+      .parent_model = arm.model[w.skeleton().parent(arm.chain[0])],
+      .start_joint = arm.chain[0],
+      .mid_joint = arm.chain[1],
+      .end_joint = arm.chain[2],
+      .target = arm.hand,
+      .output = out}
       .Run();
 }
 
@@ -185,7 +186,7 @@ absl::Status RunAim(const Walk& w, absl::Span<const Transform> in,
   const Arm arm = LeftArm(w);
   return AimIkJob{.skeleton = &w.skeleton(),
                   .local = in,
-                  .model = arm.model,
+                  .parent_model = arm.model[w.skeleton().parent(arm.chain[0])],
                   .joint = arm.chain[0],
                   .target = arm.hand + Eigen::Vector3f(5.0f, 0.0f, 0.0f),
                   .output = out}

@@ -97,7 +97,7 @@ TEST_F(IkServiceTest, TwoBoneIk_ReachesTheOtherFramesFootAndMatchesTheCore) {
   TwoBoneIkJob job;
   job.skeleton = &skeleton;
   job.local = input;
-  job.model = now;
+  job.parent_model = now[skeleton.parent(hip)];
   job.start_joint = hip;
   job.mid_joint = knee;
   job.end_joint = ankle;

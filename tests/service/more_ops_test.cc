@@ -94,7 +94,7 @@ TEST_F(MoreOpsTest, Aim_HeadLooksAtTheTargetLikeTheCore) {
   AimIkJob job;
   job.skeleton = &Walk().skeleton;
   job.local = input;
-  job.model = model;
+  job.parent_model = model[Walk().skeleton.parent(Joint("Head"))];
   job.joint = Joint("Head");
   job.target = target;
   job.forward = Eigen::Vector3f::UnitZ();

@@ -50,7 +50,7 @@ HeadSetup MakeHead() {
 
 AimIkJob HeadJob(HeadSetup& h, absl::Span<Transform> output) {
   return AimIkJob{.skeleton = h.skeleton,
-                  .local = h.local,
+                  .input = h.local,
                   .parent_model = h.model[h.skeleton->parent(h.head)],
                   .joint = h.head,
                   .target = h.target,

@@ -259,7 +259,7 @@ void BM_SessionRig_FullBody_Jobs(benchmark::State& state) {
   const Walk& walk = TheWalk();
   FullBodyBipedIkJob job = FullBodyJob();
   LocalPose pose(walk.asset->skeleton.num_joints());
-  FullBodyBipedResult result;
+  FullBodyBipedIkResult result;
   job.result = &result;
   size_t i = 0;
   for (auto _ : state) {
@@ -335,7 +335,7 @@ void BM_SessionRig_TwoBoneCcdSpring_Jobs(benchmark::State& state) {
     leg.mid_joint = skeleton.FindJoint("LeftKnee");
     leg.end_joint = skeleton.FindJoint("LeftAnkle");
     leg.target = c.left_foot;
-    leg.local = pose;
+    leg.input = pose;
     leg.parent_model = model[skeleton.parent(leg.start_joint)];
     leg.output = absl::MakeSpan(pose);
     TwoBoneIkResult leg_result;

@@ -64,7 +64,7 @@ ArmSetup MakeArm(float reach_fraction) {
 TwoBoneIkJob ArmJob(ArmSetup& arm, absl::Span<Transform> output) {
   return TwoBoneIkJob{
       .skeleton = arm.skeleton,
-      .local = arm.local,
+      .input = arm.local,
       .parent_model = arm.model[arm.skeleton->parent(arm.start)],
       .start_joint = arm.start,
       .mid_joint = arm.mid,

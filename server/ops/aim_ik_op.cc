@@ -23,7 +23,7 @@ class AimIk final : public PreparedOp {
     if (!target.ok()) return target.status();
     job.target = *target;
     job.skeleton = &frame.skeleton;
-    job.local = frame.pose;
+    job.input = frame.pose;
     job.parent_model =
         ParentModelTransformOrRoot(frame.skeleton, frame.pose, job.joint);
     job.output = absl::MakeSpan(frame.pose);

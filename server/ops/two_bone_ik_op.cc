@@ -28,7 +28,7 @@ class TwoBoneIk final : public PreparedOp {
       job.bend_goal = Eigen::Vector3f(goal.x(), goal.y(), goal.z());
     }
     job.skeleton = &frame.skeleton;
-    job.local = frame.pose;
+    job.input = frame.pose;
     job.parent_model =
         ParentModelTransformOrRoot(frame.skeleton, frame.pose, job.start_joint);
     job.output = absl::MakeSpan(frame.pose);  // in place

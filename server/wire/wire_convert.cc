@@ -393,7 +393,10 @@ absl::Status PrefixField(absl::string_view field, const absl::Status& status) {
     static constexpr struct {
       absl::string_view job, core, wire;
     } kRenamed[] = {{"two_bone_ik", ".parent_model[", ".model["},
-                    {"aim_ik", ".parent_model[", ".model["}};
+                    {"two_bone_ik", ".input[", ".local["},
+                    {"aim_ik", ".parent_model[", ".model["},
+                    {"aim_ik", ".input[", ".local["},
+                    {"crossfade", ".output:", ".pose:"}};
     for (const auto& r : kRenamed) {
       if (job == r.job && absl::StartsWith(rest, r.core)) {
         return absl::Status(

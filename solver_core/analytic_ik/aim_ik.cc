@@ -31,13 +31,13 @@ absl::Status Diagnose(const AimIkJob& job) {
   }
   const Skeleton& skel = *job.skeleton;
   const size_t n = static_cast<size_t>(skel.num_joints());
-  if (job.local.size() != n || job.output.size() != n) {
+  if (job.input.size() != n || job.output.size() != n) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "aim_ik: local and output need one transform per joint (", n, "); got ",
-        job.local.size(), " and ", job.output.size()));
+        "aim_ik: input and output need one transform per joint (", n, "); got ",
+        job.input.size(), " and ", job.output.size()));
   }
   if (absl::Status s = CheckNoPartialOverlap(job.output, "aim_ik.output",
-                                             job.local, "aim_ik.local");
+                                             job.input, "aim_ik.input");
       !s.ok()) {
     return s;
   }
@@ -80,7 +80,7 @@ absl::Status Diagnose(const AimIkJob& job) {
       !s.ok()) {
     return s;
   }
-  return ValidateTransform(job.local[job.joint], "aim_ik.local", job.joint,
+  return ValidateTransform(job.input[job.joint], "aim_ik.input", job.joint,
                            skel.joint_name(job.joint));
 }
 
@@ -118,18 +118,18 @@ inline bool LooksValid(const AimIkJob& job) {
   if (job.skeleton == nullptr) return false;
   const Skeleton& skel = *job.skeleton;
   const size_t n = static_cast<size_t>(skel.num_joints());
-  if (job.local.size() != n || job.output.size() != n ||
+  if (job.input.size() != n || job.output.size() != n ||
       static_cast<size_t>(job.joint) >= n) {
     return false;
   }
-  if (OverlapsWithoutAliasing(job.output, job.local)) return false;
+  if (OverlapsWithoutAliasing(job.output, job.input)) return false;
   if (!ParametersLookFinite(job) || !(job.forward.squaredNorm() > 1e-12f) ||
       job.clamp_smoothing < 0 ||
       job.clamp_smoothing > kMaxClampSmoothingIterations ||
       !(job.reach_tolerance >= 0.0f)) {
     return false;
   }
-  return TransformsLookValid({&job.parent_model, job.local.data() + job.joint});
+  return TransformsLookValid({&job.parent_model, job.input.data() + job.joint});
 }
 
 }  // namespace
@@ -145,11 +145,11 @@ absl::Status AimIkJob::Run() const {
     if (absl::Status s = Diagnose(*this); !s.ok()) return s;
   }
 
-  const Transform& joint_tf = local.data()[joint];
+  const Transform& joint_tf = input.data()[joint];
   const Eigen::Quaternionf joint_local = joint_tf.rotation;
   const Transform joint_model = Combine(parent_model, joint_tf);
-  if (output.data() != local.data()) {
-    std::copy(local.begin(), local.end(), output.begin());
+  if (output.data() != input.data()) {
+    std::copy(input.begin(), input.end(), output.begin());
   }
 
   // Work in the joint's rotation frame (model-space vectors relative to the

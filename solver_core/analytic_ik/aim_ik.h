@@ -56,7 +56,7 @@ struct AimIkJob {
   // Inputs.
   const Skeleton* skeleton = nullptr;
   // The current local pose, one transform per joint.
-  absl::Span<const Transform> local = {};
+  absl::Span<const Transform> input = {};
   // The model-space transform of `joint`'s parent, as LocalToModelJob
   // computes it (ParentModelTransformOrRoot in local_to_model.h computes just
   // this one), or the skeleton's root space when `joint` is a root.
@@ -92,8 +92,8 @@ struct AimIkJob {
   float reach_tolerance = 1e-4f;
 
   // Outputs.
-  // The corrected local pose: a copy of `local` with the joint's rotation
-  // replaced. May be the same memory as `local`, but must not otherwise
+  // The corrected local pose: a copy of `input` with the joint's rotation
+  // replaced. May be the same memory as `input`, but must not otherwise
   // overlap it.
   absl::Span<Transform> output = {};
   // Optional.

@@ -70,11 +70,11 @@ struct TwoBoneIkJob {
   // Inputs.
   const Skeleton* skeleton = nullptr;
   // The current local pose, one transform per joint.
-  absl::Span<const Transform> local = {};
+  absl::Span<const Transform> input = {};
   // The model-space transform of start_joint's parent, as LocalToModelJob
   // computes it (ParentModelTransformOrRoot in local_to_model.h computes just
   // this one), or the skeleton's root space when start_joint is a root. The
-  // chain's own model transforms are recomputed from `local`, so they always
+  // chain's own model transforms are recomputed from `input`, so they always
   // match it.
   Transform parent_model = Transform::Identity();
 
@@ -115,9 +115,9 @@ struct TwoBoneIkJob {
   float reach_tolerance = 1e-4f;
 
   // Outputs.
-  // The corrected local pose, one transform per joint: a copy of `local` with
+  // The corrected local pose, one transform per joint: a copy of `input` with
   // the chain's rotations (and, when stretching, translations) replaced. May
-  // be the same memory as `local` (solving in place skips the copy), but must
+  // be the same memory as `input` (solving in place skips the copy), but must
   // not otherwise overlap it.
   absl::Span<Transform> output = {};
   // Optional.

@@ -131,7 +131,7 @@ Solved Solve(const Rig& rig, AimIkJob job) {
   Solved out;
   out.pose.assign(rig.local.size(), Transform());
   job.skeleton = &rig.skeleton;
-  job.local = rig.local;
+  job.input = rig.local;
   if (job.joint < 0) job.joint = kHead;
   if (job.joint < rig.skeleton.num_joints()) {
     job.parent_model =
@@ -582,11 +582,11 @@ TEST(AimIkTest, AimIk_InvalidInputIsRejectedNamingTheField) {
   bad.local[kHead].rotation = Eigen::Quaternionf(0.5f, 0, 0, 0);
   std::vector<Transform> out(bad.local.size());
   AimIkJob job{.skeleton = &bad.skeleton,
-               .local = bad.local,
+               .input = bad.local,
                .joint = kHead,
                .output = absl::MakeSpan(out)};
   EXPECT_THAT(std::string(job.Run().message()),
-              HasSubstr("aim_ik.local[1] 'head': rotation norm"));
+              HasSubstr("aim_ik.input[1] 'head': rotation norm"));
 }
 
 TEST(AimIkTest, AimIk_RerunsAreBitIdenticalInPlaceOrNot) {
@@ -609,7 +609,7 @@ TEST(AimIkTest, AimIk_RerunsAreBitIdenticalInPlaceOrNot) {
   std::vector<Transform> pose = rig.local;
   AimIkJob job = params;
   job.skeleton = &rig.skeleton;
-  job.local = pose;
+  job.input = pose;
   job.parent_model = ParentModelTransformOrRoot(rig.skeleton, pose, kHead);
   job.joint = kHead;
   job.output = absl::MakeSpan(pose);

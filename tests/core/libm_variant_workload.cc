@@ -216,7 +216,7 @@ void AnalyticIk(const ImportedAsset& asset, Lcg* rng, Hasher* h) {
   for (int i = 0; i < 1500; ++i) {
     TwoBoneIkJob job;
     job.skeleton = &sk;
-    job.local = local;
+    job.input = local;
     job.parent_model = model[sk.parent(hip)];
     job.start_joint = hip;
     job.mid_joint = knee;
@@ -235,7 +235,7 @@ void AnalyticIk(const ImportedAsset& asset, Lcg* rng, Hasher* h) {
   for (int i = 0; i < 1500; ++i) {
     AimIkJob job;
     job.skeleton = &sk;
-    job.local = local;
+    job.input = local;
     job.parent_model = model[sk.parent(head)];
     job.joint = head;
     job.target = model[head].translation + rng->Vector(50.0f);

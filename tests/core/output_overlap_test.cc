@@ -171,7 +171,7 @@ absl::Status RunTwoBone(const Walk& w, absl::Span<const Transform> in,
   const Arm arm = LeftArm(w);
   return TwoBoneIkJob{
       .skeleton = &w.skeleton(),
-      .local = in,
+      .input = in,
       .parent_model = arm.model[w.skeleton().parent(arm.chain[0])],
       .start_joint = arm.chain[0],
       .mid_joint = arm.chain[1],
@@ -185,7 +185,7 @@ absl::Status RunAim(const Walk& w, absl::Span<const Transform> in,
                     absl::Span<Transform> out) {
   const Arm arm = LeftArm(w);
   return AimIkJob{.skeleton = &w.skeleton(),
-                  .local = in,
+                  .input = in,
                   .parent_model = arm.model[w.skeleton().parent(arm.chain[0])],
                   .joint = arm.chain[0],
                   .target = arm.hand + Eigen::Vector3f(5.0f, 0.0f, 0.0f),
@@ -259,8 +259,8 @@ const Case kCases[] = {
     {"fabrik_ik", RunChain<FabrikIkJob>,
      "fabrik_ik.output: overlaps fabrik_ik.input"},
     {"two_bone_ik", RunTwoBone,
-     "two_bone_ik.output: overlaps two_bone_ik.local"},
-    {"aim_ik", RunAim, "aim_ik.output: overlaps aim_ik.local"},
+     "two_bone_ik.output: overlaps two_bone_ik.input"},
+    {"aim_ik", RunAim, "aim_ik.output: overlaps aim_ik.input"},
     {"full_body_ccd", RunFullBodyCcd,
      "full_body_ccd.output: overlaps full_body_ccd.input"},
     {"full_body_biped_ik", RunFullBodyBiped,

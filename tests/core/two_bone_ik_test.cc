@@ -155,7 +155,7 @@ Solved Solve(const Limb& limb, TwoBoneIkJob job) {
   Solved out;
   out.pose.assign(limb.local.size(), Transform());
   job.skeleton = &limb.skeleton;
-  job.local = limb.local;
+  job.input = limb.local;
   if (job.start_joint < 0) job.start_joint = kStart;
   if (job.mid_joint < 0) job.mid_joint = kMid;
   if (job.end_joint < 0) job.end_joint = kEnd;
@@ -455,7 +455,7 @@ TEST(TwoBoneIkTest, TwoBoneIk_WeightZeroReturnsInputBitForBit) {
   std::vector<Transform> pose = limb.local;
   TwoBoneIkJob job{
       .skeleton = &limb.skeleton,
-      .local = pose,
+      .input = pose,
       .parent_model = ParentModelTransformOrRoot(limb.skeleton, pose, kStart),
       .start_joint = kStart,
       .mid_joint = kMid,
@@ -878,7 +878,7 @@ TEST(TwoBoneIkTest, TwoBoneIk_InvalidInputIsRejectedNamingTheField) {
   bad.local[kMid].translation.x() = nan;
   std::vector<Transform> out(bad.local.size());
   TwoBoneIkJob job{.skeleton = &bad.skeleton,
-                   .local = bad.local,
+                   .input = bad.local,
                    .start_joint = kStart,
                    .mid_joint = kMid,
                    .end_joint = kEnd,
@@ -886,9 +886,9 @@ TEST(TwoBoneIkTest, TwoBoneIk_InvalidInputIsRejectedNamingTheField) {
   absl::Status status = job.Run();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
-              HasSubstr("two_bone_ik.local[2] 'lower'"));
+              HasSubstr("two_bone_ik.input[2] 'lower'"));
   // Size mismatch.
-  job.local = absl::MakeConstSpan(bad.local).subspan(0, 3);
+  job.input = absl::MakeConstSpan(bad.local).subspan(0, 3);
   EXPECT_EQ(job.Run().code(), absl::StatusCode::kInvalidArgument);
   job.skeleton = nullptr;
   EXPECT_EQ(job.Run().code(), absl::StatusCode::kInvalidArgument);
@@ -907,7 +907,7 @@ TEST(TwoBoneIkTest, TwoBoneIk_InvalidTransformsTheSolveReadsAreNamed) {
   ASSERT_TRUE(fk.Run().ok());
   std::vector<Transform> out(limb.local.size());
   TwoBoneIkJob job{.skeleton = &limb.skeleton,
-                   .local = limb.local,
+                   .input = limb.local,
                    .parent_model = model[kRoot],
                    .start_joint = kStart,
                    .mid_joint = kMid,
@@ -925,24 +925,24 @@ TEST(TwoBoneIkTest, TwoBoneIk_InvalidTransformsTheSolveReadsAreNamed) {
 
   std::vector<Transform> bad_local = limb.local;
   bad_local[kEnd].rotation.coeffs() *= 1.01f;  // not a unit quaternion
-  job.local = bad_local;
+  job.input = bad_local;
   status = job.Run();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
-              HasSubstr("two_bone_ik.local[3] 'hand'"));
+              HasSubstr("two_bone_ik.input[3] 'hand'"));
 
   // Chain upper -> hand with `lower` in between as a twist bone: its
   // transform is read too.
   bad_local = limb.local;
   bad_local[kMid].translation.z() = nan;
-  job.local = bad_local;
+  job.input = bad_local;
   job.mid_joint = kEnd;
   job.end_joint = kFinger;
   status = job.Run();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
-              HasSubstr("two_bone_ik.local[2] 'lower'"));
-  job.local = limb.local;
+              HasSubstr("two_bone_ik.input[2] 'lower'"));
+  job.input = limb.local;
   EXPECT_TRUE(job.Run().ok());
 }
 
@@ -970,7 +970,7 @@ TEST(TwoBoneIkTest, TwoBoneIk_RerunsAreBitIdenticalInPlaceOrNot) {
   std::vector<Transform> pose = limb.local;
   TwoBoneIkJob job = params;
   job.skeleton = &limb.skeleton;
-  job.local = pose;
+  job.input = pose;
   job.parent_model = ParentModelTransformOrRoot(limb.skeleton, pose, kStart);
   job.start_joint = kStart;
   job.mid_joint = kMid;
@@ -1053,7 +1053,7 @@ TEST(TwoBoneIkTest, TwoBoneIk_CmuWalkLimbsSolveFromRestPose) {
       std::vector<Transform> output(input.size());
       TwoBoneIkResult result;
       TwoBoneIkJob job{.skeleton = &skeleton,
-                       .local = input,
+                       .input = input,
                        .parent_model = model[skeleton.parent(start)],
                        .start_joint = start,
                        .mid_joint = mid,

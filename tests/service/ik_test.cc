@@ -96,7 +96,7 @@ TEST_F(IkServiceTest, TwoBoneIk_ReachesTheOtherFramesFootAndMatchesTheCore) {
   LocalPose expected = input;
   TwoBoneIkJob job;
   job.skeleton = &skeleton;
-  job.local = input;
+  job.input = input;
   job.parent_model = now[skeleton.parent(hip)];
   job.start_joint = hip;
   job.mid_joint = knee;

@@ -93,7 +93,7 @@ TEST_F(MoreOpsTest, Aim_HeadLooksAtTheTargetLikeTheCore) {
   LocalPose expected = input;
   AimIkJob job;
   job.skeleton = &Walk().skeleton;
-  job.local = input;
+  job.input = input;
   job.parent_model = model[Walk().skeleton.parent(Joint("Head"))];
   job.joint = Joint("Head");
   job.target = target;

@@ -36,8 +36,8 @@ HeadSetup MakeHead() {
   h.local = RestPose(walk.skeleton);
   h.model.resize(h.local.size());
   LocalToModelJob fk{.skeleton = h.skeleton,
-                     .local = h.local,
-                     .model = absl::MakeSpan(h.model)};
+                     .input = h.local,
+                     .output = absl::MakeSpan(h.model)};
   if (!fk.Run().ok()) std::abort();
   h.head = walk.skeleton.FindJoint("Head");
   if (h.head < 0) {

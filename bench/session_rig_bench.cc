@@ -81,8 +81,8 @@ const Walk& TheWalk() {
       ModelPose later(skeleton.num_joints());
       const LocalPose later_local = sample(t + 0.4f);
       Check(LocalToModelJob{.skeleton = &skeleton,
-                            .local = later_local,
-                            .model = absl::MakeSpan(later)}
+                            .input = later_local,
+                            .output = absl::MakeSpan(later)}
                 .Run(),
             "forward kinematics");
       auto at = [&](const char* name) {
@@ -327,7 +327,7 @@ void BM_SessionRig_TwoBoneCcdSpring_Jobs(benchmark::State& state) {
     const Case& c = walk.cases[i];
     pose = c.input;
     LocalToModelJob{
-        .skeleton = &skeleton, .local = pose, .model = absl::MakeSpan(model)}
+        .skeleton = &skeleton, .input = pose, .output = absl::MakeSpan(model)}
         .RunUnchecked();
     TwoBoneIkJob leg;
     leg.skeleton = &skeleton;

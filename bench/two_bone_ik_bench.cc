@@ -41,8 +41,8 @@ ArmSetup MakeArm(float reach_fraction) {
   arm.local = RestPose(walk.skeleton);
   arm.model.resize(arm.local.size());
   LocalToModelJob fk{.skeleton = arm.skeleton,
-                     .local = arm.local,
-                     .model = absl::MakeSpan(arm.model)};
+                     .input = arm.local,
+                     .output = absl::MakeSpan(arm.model)};
   if (!fk.Run().ok()) std::abort();
   arm.start = walk.skeleton.FindJoint("LeftShoulder");
   arm.mid = walk.skeleton.FindJoint("LeftElbow");

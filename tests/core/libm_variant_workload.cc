@@ -100,11 +100,11 @@ void Check(const absl::Status& s, const char* what) {
 std::vector<Transform> ModelPose(const Skeleton& skeleton,
                                  absl::Span<const Transform> local) {
   std::vector<Transform> model(local.size());
-  Check(
-      LocalToModelJob{
-          .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)}
-          .Run(),
-      "local to model");
+  Check(LocalToModelJob{.skeleton = &skeleton,
+                        .input = local,
+                        .output = absl::MakeSpan(model)}
+            .Run(),
+        "local to model");
   return model;
 }
 

@@ -145,7 +145,7 @@ Arm LeftArm(const Walk& w) {
   const LocalPose rest = RestPose(s);
   arm.model.resize(w.n());
   const LocalToModelJob fk{
-      .skeleton = &s, .local = rest, .model = absl::MakeSpan(arm.model)};
+      .skeleton = &s, .input = rest, .output = absl::MakeSpan(arm.model)};
   EXPECT_TRUE(fk.Run().ok());
   arm.hand = arm.model[arm.chain.back()].translation +
              Eigen::Vector3f(1.0f, -2.0f, 1.0f);
@@ -292,19 +292,19 @@ TEST(OutputOverlap, ConversionsTakeNoOverlapAtAll) {
     SCOPED_TRACE(shift);
     Buffer b(walk.skeleton(), shift);
     const LocalToModelJob fk{
-        .skeleton = &walk.skeleton(), .local = b.input(), .model = b.output()};
+        .skeleton = &walk.skeleton(), .input = b.input(), .output = b.output()};
     const absl::Status to_model = fk.Run();
     EXPECT_EQ(to_model.code(), absl::StatusCode::kInvalidArgument) << to_model;
     EXPECT_THAT(to_model.message(),
-                HasSubstr("local_to_model.model: shares memory with "
-                          "local_to_model.local"));
+                HasSubstr("local_to_model.output: shares memory with "
+                          "local_to_model.input"));
     const ModelToLocalJob ik{
-        .skeleton = &walk.skeleton(), .model = b.input(), .local = b.output()};
+        .skeleton = &walk.skeleton(), .input = b.input(), .output = b.output()};
     const absl::Status to_local = ik.Run();
     EXPECT_EQ(to_local.code(), absl::StatusCode::kInvalidArgument) << to_local;
     EXPECT_THAT(to_local.message(),
-                HasSubstr("model_to_local.local: shares memory with "
-                          "model_to_local.model"));
+                HasSubstr("model_to_local.output: shares memory with "
+                          "model_to_local.input"));
     EXPECT_TRUE(b.Unchanged());
   }
 }

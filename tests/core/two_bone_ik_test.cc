@@ -902,8 +902,8 @@ TEST(TwoBoneIkTest, TwoBoneIk_InvalidTransformsTheSolveReadsAreNamed) {
   const Limb limb = MakeLimb();
   std::vector<Transform> model(limb.local.size());
   LocalToModelJob fk{.skeleton = &limb.skeleton,
-                     .local = limb.local,
-                     .model = absl::MakeSpan(model)};
+                     .input = limb.local,
+                     .output = absl::MakeSpan(model)};
   ASSERT_TRUE(fk.Run().ok());
   std::vector<Transform> out(limb.local.size());
   TwoBoneIkJob job{.skeleton = &limb.skeleton,
@@ -1046,8 +1046,8 @@ TEST(TwoBoneIkTest, TwoBoneIk_CmuWalkLimbsSolveFromRestPose) {
       }
       std::vector<Transform> model(input.size());
       ASSERT_TRUE((LocalToModelJob{.skeleton = &skeleton,
-                                   .local = input,
-                                   .model = absl::MakeSpan(model)})
+                                   .input = input,
+                                   .output = absl::MakeSpan(model)})
                       .Run()
                       .ok());
       std::vector<Transform> output(input.size());

@@ -36,8 +36,8 @@ HeadSetup MakeHead() {
   h.local = RestPose(walk.skeleton);
   h.model.resize(h.local.size());
   LocalToModelJob fk{.skeleton = h.skeleton,
-                     .local = h.local,
-                     .model = absl::MakeSpan(h.model)};
+                     .input = h.local,
+                     .output = absl::MakeSpan(h.model)};
   if (!fk.Run().ok()) std::abort();
   h.head = walk.skeleton.FindJoint("Head");
   if (h.head < 0) {
@@ -50,8 +50,8 @@ HeadSetup MakeHead() {
 
 AimIkJob HeadJob(HeadSetup& h, absl::Span<Transform> output) {
   return AimIkJob{.skeleton = h.skeleton,
-                  .local = h.local,
-                  .model = h.model,
+                  .input = h.local,
+                  .parent_model = h.model[h.skeleton->parent(h.head)],
                   .joint = h.head,
                   .target = h.target,
                   .pole_vector = {0, 1, 0},

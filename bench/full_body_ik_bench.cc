@@ -64,7 +64,7 @@ std::vector<Transform> Model(const Skeleton& skeleton,
                              const std::vector<Transform>& local) {
   std::vector<Transform> model(local.size());
   LocalToModelJob fk{
-      .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
+      .skeleton = &skeleton, .input = local, .output = absl::MakeSpan(model)};
   Check(fk.Run(), "forward kinematics");
   return model;
 }

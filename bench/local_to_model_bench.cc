@@ -20,7 +20,7 @@ void BM_LocalToModel(benchmark::State& state) {
   LocalPose local = RestPose(skeleton);
   ModelPose model(skeleton.num_joints());
   LocalToModelJob job{
-      .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
+      .skeleton = &skeleton, .input = local, .output = absl::MakeSpan(model)};
   for (auto _ : state) {
     job.RunUnchecked();
     benchmark::DoNotOptimize(model.data());
@@ -34,7 +34,7 @@ void BM_LocalToModelValidated(benchmark::State& state) {
   LocalPose local = RestPose(skeleton);
   ModelPose model(skeleton.num_joints());
   LocalToModelJob job{
-      .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
+      .skeleton = &skeleton, .input = local, .output = absl::MakeSpan(model)};
   for (auto _ : state) {
     benchmark::DoNotOptimize(job.Run().ok());
   }
@@ -47,7 +47,7 @@ void BM_LocalToModelPartialArm(benchmark::State& state) {
   LocalPose local = RestPose(skeleton);
   ModelPose model(skeleton.num_joints());
   LocalToModelJob full{
-      .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
+      .skeleton = &skeleton, .input = local, .output = absl::MakeSpan(model)};
   full.RunUnchecked();
   LocalToModelJob arm = full;
   arm.from = skeleton.FindJoint("LeftShoulder");
@@ -63,10 +63,10 @@ void BM_ModelToLocal(benchmark::State& state) {
   LocalPose local = RestPose(skeleton);
   ModelPose model(skeleton.num_joints());
   LocalToModelJob{
-      .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)}
+      .skeleton = &skeleton, .input = local, .output = absl::MakeSpan(model)}
       .RunUnchecked();
   ModelToLocalJob job{
-      .skeleton = &skeleton, .model = model, .local = absl::MakeSpan(local)};
+      .skeleton = &skeleton, .input = model, .output = absl::MakeSpan(local)};
   for (auto _ : state) {
     job.RunUnchecked();
     benchmark::DoNotOptimize(local.data());

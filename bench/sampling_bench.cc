@@ -225,7 +225,7 @@ void BM_CrossfadeStep(benchmark::State& state) {
   job.clips_validated = true;
   job.dt = kFrame;
   job.workspace = &workspace;
-  job.pose = absl::MakeSpan(pose);
+  job.output = absl::MakeSpan(pose);
   for (auto _ : state) {
     job.state = &a;
     job.next_state = &b;

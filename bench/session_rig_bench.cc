@@ -81,8 +81,8 @@ const Walk& TheWalk() {
       ModelPose later(skeleton.num_joints());
       const LocalPose later_local = sample(t + 0.4f);
       Check(LocalToModelJob{.skeleton = &skeleton,
-                            .local = later_local,
-                            .model = absl::MakeSpan(later)}
+                            .input = later_local,
+                            .output = absl::MakeSpan(later)}
                 .Run(),
             "forward kinematics");
       auto at = [&](const char* name) {
@@ -262,7 +262,7 @@ void BM_SessionRig_FullBody_Jobs(benchmark::State& state) {
   const Walk& walk = TheWalk();
   FullBodyBipedIkJob job = FullBodyJob();
   LocalPose pose(walk.asset->skeleton.num_joints());
-  FullBodyBipedResult result;
+  FullBodyBipedIkResult result;
   job.result = &result;
   size_t i = 0;
   for (auto _ : state) {
@@ -330,7 +330,7 @@ void BM_SessionRig_TwoBoneCcdSpring_Jobs(benchmark::State& state) {
     const Case& c = walk.cases[i];
     pose = c.input;
     LocalToModelJob{
-        .skeleton = &skeleton, .local = pose, .model = absl::MakeSpan(model)}
+        .skeleton = &skeleton, .input = pose, .output = absl::MakeSpan(model)}
         .RunUnchecked();
     TwoBoneIkJob leg;
     leg.skeleton = &skeleton;
@@ -338,8 +338,8 @@ void BM_SessionRig_TwoBoneCcdSpring_Jobs(benchmark::State& state) {
     leg.mid_joint = skeleton.FindJoint("LeftKnee");
     leg.end_joint = skeleton.FindJoint("LeftAnkle");
     leg.target = c.left_foot;
-    leg.local = pose;
-    leg.model = model;
+    leg.input = pose;
+    leg.parent_model = model[skeleton.parent(leg.start_joint)];
     leg.output = absl::MakeSpan(pose);
     TwoBoneIkResult leg_result;
     leg.result = &leg_result;

@@ -41,8 +41,8 @@ ArmSetup MakeArm(float reach_fraction) {
   arm.local = RestPose(walk.skeleton);
   arm.model.resize(arm.local.size());
   LocalToModelJob fk{.skeleton = arm.skeleton,
-                     .local = arm.local,
-                     .model = absl::MakeSpan(arm.model)};
+                     .input = arm.local,
+                     .output = absl::MakeSpan(arm.model)};
   if (!fk.Run().ok()) std::abort();
   arm.start = walk.skeleton.FindJoint("LeftShoulder");
   arm.mid = walk.skeleton.FindJoint("LeftElbow");
@@ -62,17 +62,18 @@ ArmSetup MakeArm(float reach_fraction) {
 }
 
 TwoBoneIkJob ArmJob(ArmSetup& arm, absl::Span<Transform> output) {
-  return TwoBoneIkJob{.skeleton = arm.skeleton,
-                      .local = arm.local,
-                      .model = arm.model,
-                      .start_joint = arm.start,
-                      .mid_joint = arm.mid,
-                      .end_joint = arm.end,
-                      .target = arm.target,
-                      .pole_vector = arm.pole,
-                      .mid_axis = {1, 0, 0},
-                      .output = output,
-                      .result = &arm.result};
+  return TwoBoneIkJob{
+      .skeleton = arm.skeleton,
+      .input = arm.local,
+      .parent_model = arm.model[arm.skeleton->parent(arm.start)],
+      .start_joint = arm.start,
+      .mid_joint = arm.mid,
+      .end_joint = arm.end,
+      .target = arm.target,
+      .pole_vector = arm.pole,
+      .mid_axis = {1, 0, 0},
+      .output = output,
+      .result = &arm.result};
 }
 
 // Runs `job` in place, restoring the chain's rotations before each solve so

@@ -103,8 +103,9 @@ class Builder {
 
   ModelPose Model(const LocalPose& local) const {
     ModelPose model(local.size());
-    LocalToModelJob job{
-        .skeleton = &skeleton_, .local = local, .model = absl::MakeSpan(model)};
+    LocalToModelJob job{.skeleton = &skeleton_,
+                        .input = local,
+                        .output = absl::MakeSpan(model)};
     (void)job.Run();
     return model;
   }

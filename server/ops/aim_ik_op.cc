@@ -4,6 +4,7 @@
 #include "server/ops/op_table.h"
 #include "server/wire/wire_convert.h"
 #include "solver_core/analytic_ik/aim_ik.h"
+#include "solver_core/model/local_to_model.h"
 
 namespace posewire::server {
 namespace {
@@ -28,8 +29,9 @@ class AimIk final : public PreparedOp {
       if (update->has_weight()) job.weight = update->weight();
     }
     job.skeleton = &frame.skeleton;
-    job.local = frame.pose;
-    job.model = ModelOfAncestors(frame.skeleton, frame.pose, job.joint);
+    job.input = frame.pose;
+    job.parent_model =
+        ParentModelTransformOrRoot(frame.skeleton, frame.pose, job.joint);
     job.output = absl::MakeSpan(frame.pose);
     AimIkResult result;
     job.result = &result;

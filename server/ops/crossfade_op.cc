@@ -80,7 +80,7 @@ class Crossfade final : public PreparedOp {
     job.state = &player;
     job.next_state = &player;
     job.dt = frame.dt;
-    job.pose = absl::MakeSpan(frame.pose);
+    job.output = absl::MakeSpan(frame.pose);
     if (absl::Status s = job.Run(); !s.ok()) {
       return fail(frame.field.Prefix(s));
     }

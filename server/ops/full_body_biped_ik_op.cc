@@ -139,7 +139,7 @@ class FullBodyBipedIk final : public PreparedOp {
     job.input = frame.pose;  // in place
     job.mapping = &mapping_;
     job.output = absl::MakeSpan(frame.pose);
-    FullBodyBipedResult result;
+    FullBodyBipedIkResult result;
     job.result = &result;
     if (absl::Status s = job.Run(); !s.ok()) return frame.field.Prefix(s);
     frame.result.set_reached(result.reached);

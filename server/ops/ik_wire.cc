@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "server/wire/field_name.h"
 #include "server/wire/wire_convert.h"
@@ -239,22 +238,6 @@ void ReportIk(const IkResult& result, v1::OperationResult& out) {
   out.set_reached(result.reached);
   out.set_error(result.error);
   out.set_iterations(result.iterations);
-}
-
-absl::Span<const Transform> ModelOfAncestors(const Skeleton& skeleton,
-                                             const LocalPose& pose, int joint) {
-  thread_local ModelPose model;
-  model.assign(skeleton.num_joints(), Transform());
-  absl::InlinedVector<int, 16> path;  // parent of `joint` up to the root
-  for (int j = skeleton.parent(joint); j != kNoParent; j = skeleton.parent(j)) {
-    path.push_back(j);
-  }
-  for (auto it = path.rbegin(); it != path.rend(); ++it) {
-    const int p = skeleton.parent(*it);
-    model[*it] =
-        Combine(p == kNoParent ? Transform::Identity() : model[p], pose[*it]);
-  }
-  return model;
 }
 
 }  // namespace posewire::server

@@ -118,15 +118,6 @@ absl::Status RunIkJob(Job& job, OpFrame& frame) {
   return absl::OkStatus();
 }
 
-// The model-space transforms of `joint`'s ancestors only: the two-bone and
-// aim jobs read nothing else of the model pose. Computed exactly as
-// LocalToModelJob does, root first, so the entries are bit-identical to a
-// full pass at a fraction of its cost; other entries are identity and never
-// read. The pose lives in a per-thread buffer, valid until the thread's
-// next call.
-absl::Span<const Transform> ModelOfAncestors(const Skeleton& skeleton,
-                                             const LocalPose& pose, int joint);
-
 }  // namespace posewire::server
 
 #endif  // POSEWIRE_SERVER_OPS_IK_WIRE_H_

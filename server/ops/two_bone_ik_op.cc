@@ -8,6 +8,7 @@
 #include "server/wire/field_name.h"
 #include "server/wire/wire_convert.h"
 #include "solver_core/analytic_ik/two_bone_ik.h"
+#include "solver_core/model/local_to_model.h"
 
 namespace posewire::server {
 namespace {
@@ -36,8 +37,9 @@ class TwoBoneIk final : public PreparedOp {
       if (update->has_weight()) job.weight = update->weight();
     }
     job.skeleton = &frame.skeleton;
-    job.local = frame.pose;
-    job.model = ModelOfAncestors(frame.skeleton, frame.pose, job.start_joint);
+    job.input = frame.pose;
+    job.parent_model =
+        ParentModelTransformOrRoot(frame.skeleton, frame.pose, job.start_joint);
     job.output = absl::MakeSpan(frame.pose);  // in place
     TwoBoneIkResult result;
     job.result = &result;

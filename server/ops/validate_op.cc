@@ -25,12 +25,12 @@ class Validate final : public PreparedOp {
     const int n = skeleton.num_joints();
     ModelPose solved_model(n), claimed_model(n);
     LocalToModelJob{.skeleton = &skeleton,
-                    .local = frame.pose,
-                    .model = absl::MakeSpan(solved_model)}
+                    .input = frame.pose,
+                    .output = absl::MakeSpan(solved_model)}
         .RunUnchecked();
     LocalToModelJob{.skeleton = &skeleton,
-                    .local = claimed_,
-                    .model = absl::MakeSpan(claimed_model)}
+                    .input = claimed_,
+                    .output = absl::MakeSpan(claimed_model)}
         .RunUnchecked();
     v1::ValidationResult* v = frame.result.mutable_validation();
     v->mutable_position_error()->Resize(n, 0.0f);

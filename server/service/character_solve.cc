@@ -54,7 +54,7 @@ absl::Status ModelPoseToProto(const Skeleton& skeleton, const LocalPose& pose,
   ModelPose& model = scratch;
   model.resize(skeleton.num_joints());
   LocalToModelJob{
-      .skeleton = &skeleton, .local = pose, .model = absl::MakeSpan(model)}
+      .skeleton = &skeleton, .input = pose, .output = absl::MakeSpan(model)}
       .RunUnchecked();
   if (const int bad = FirstNonFiniteJoint(model); bad >= 0) {
     return absl::InvalidArgumentError(absl::StrCat(

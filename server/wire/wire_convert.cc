@@ -411,8 +411,26 @@ absl::Status PrefixField(absl::string_view field, const absl::Status& status) {
   }
   if (message.size() > job.size() && absl::StartsWith(message, job) &&
       (message[job.size()] == '.' || message[job.size()] == '[')) {
-    return absl::Status(status.code(),
-                        absl::StrCat(field, message.substr(job.size())));
+    absl::string_view rest = message.substr(job.size());
+    // Job fields renamed after clients saw their old names in messages: the
+    // old name stays on the wire, so the answers do not change. (A root
+    // joint's parent_model is the server's identity root space, never
+    // rejected.)
+    static constexpr struct {
+      absl::string_view job, core, wire;
+    } kRenamed[] = {{"two_bone_ik", ".parent_model[", ".model["},
+                    {"two_bone_ik", ".input[", ".local["},
+                    {"aim_ik", ".parent_model[", ".model["},
+                    {"aim_ik", ".input[", ".local["},
+                    {"crossfade", ".output:", ".pose:"}};
+    for (const auto& r : kRenamed) {
+      if (job == r.job && absl::StartsWith(rest, r.core)) {
+        return absl::Status(
+            status.code(),
+            absl::StrCat(field, r.wire, rest.substr(r.core.size())));
+      }
+    }
+    return absl::Status(status.code(), absl::StrCat(field, rest));
   }
   return absl::Status(status.code(), absl::StrCat(field, ": ", message));
 }

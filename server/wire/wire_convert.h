@@ -77,7 +77,10 @@ absl::StatusOr<int> JointIndex(const Skeleton& skeleton, absl::string_view name,
 // when `field` ends with that job's field, the path is joined once:
 // "characters[0].ops[1].two_bone_ik" + "two_bone_ik.soften: ..." gives
 // "characters[0].ops[1].two_bone_ik.soften: ...". Otherwise it is
-// "<field>: <message>".
+// "<field>: <message>". A core field renamed since clients first saw it in
+// messages keeps its former name here (two_bone_ik.parent_model[i] stays
+// two_bone_ik.model[i], two_bone_ik.input[i] two_bone_ik.local[i]), so the
+// answers on the wire do not change.
 absl::Status PrefixField(absl::string_view field, const absl::Status& status);
 
 PlaybackMode PlaybackModeFromProto(v1::PlaybackMode mode);

@@ -5,8 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "solver_core/analytic_ik/clamp_direction.h"
-#include "solver_core/model/pose.h"
 #include "solver_core/model/internal/sse_helpers.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/model/pose.h"
 #include "solver_core/model/quaternion_math.h"
 
 namespace posewire {
@@ -30,15 +31,13 @@ absl::Status Diagnose(const AimIkJob& job) {
   }
   const Skeleton& skel = *job.skeleton;
   const size_t n = static_cast<size_t>(skel.num_joints());
-  if (job.local.size() != n || job.model.size() != n ||
-      job.output.size() != n) {
+  if (job.input.size() != n || job.output.size() != n) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "aim_ik: local, model and output need one transform per joint (", n,
-        "); got ", job.local.size(), ", ", job.model.size(), " and ",
-        job.output.size()));
+        "aim_ik: input and output need one transform per joint (", n, "); got ",
+        job.input.size(), " and ", job.output.size()));
   }
   if (absl::Status s = CheckNoPartialOverlap(job.output, "aim_ik.output",
-                                             job.local, "aim_ik.local");
+                                             job.input, "aim_ik.input");
       !s.ok()) {
     return s;
   }
@@ -76,28 +75,13 @@ absl::Status Diagnose(const AimIkJob& job) {
         absl::StrCat("aim_ik.reach_tolerance: ", job.reach_tolerance,
                      " is not finite and >= 0"));
   }
-  const int parent = skel.parent(job.joint);
-  if (parent == kNoParent) {
-    if (absl::Status s =
-            ValidateTransform(job.root, "aim_ik.root", 0, "root space");
-        !s.ok()) {
-      return s;
-    }
-  } else if (absl::Status s =
-                 ValidateTransform(job.model[parent], "aim_ik.model", parent,
-                                   skel.joint_name(parent));
-             !s.ok()) {
+  if (absl::Status s = ValidateParentModel(skel, job.parent_model, job.joint,
+                                           "aim_ik.parent_model");
+      !s.ok()) {
     return s;
   }
-  return ValidateTransform(job.local[job.joint], "aim_ik.local", job.joint,
+  return ValidateTransform(job.input[job.joint], "aim_ik.input", job.joint,
                            skel.joint_name(job.joint));
-}
-
-// The parent's model transform (or the root space): with the joint's local
-// transform, what the solve reads.
-const Transform& ParentModel(const AimIkJob& job) {
-  const int parent = job.skeleton->parent(job.joint);
-  return parent == kNoParent ? job.root : job.model.data()[parent];
 }
 
 // True when every vector and scalar parameter is finite.
@@ -134,18 +118,18 @@ inline bool LooksValid(const AimIkJob& job) {
   if (job.skeleton == nullptr) return false;
   const Skeleton& skel = *job.skeleton;
   const size_t n = static_cast<size_t>(skel.num_joints());
-  if (job.local.size() != n || job.model.size() != n ||
-      job.output.size() != n || static_cast<size_t>(job.joint) >= n) {
+  if (job.input.size() != n || job.output.size() != n ||
+      static_cast<size_t>(job.joint) >= n) {
     return false;
   }
-  if (OverlapsWithoutAliasing(job.output, job.local)) return false;
+  if (OverlapsWithoutAliasing(job.output, job.input)) return false;
   if (!ParametersLookFinite(job) || !(job.forward.squaredNorm() > 1e-12f) ||
       job.clamp_smoothing < 0 ||
       job.clamp_smoothing > kMaxClampSmoothingIterations ||
       !(job.reach_tolerance >= 0.0f)) {
     return false;
   }
-  return TransformsLookValid({&ParentModel(job), job.local.data() + job.joint});
+  return TransformsLookValid({&job.parent_model, job.input.data() + job.joint});
 }
 
 }  // namespace
@@ -161,11 +145,11 @@ absl::Status AimIkJob::Run() const {
     if (absl::Status s = Diagnose(*this); !s.ok()) return s;
   }
 
-  const Transform& joint_tf = local.data()[joint];
+  const Transform& joint_tf = input.data()[joint];
   const Eigen::Quaternionf joint_local = joint_tf.rotation;
-  const Transform joint_model = Combine(ParentModel(*this), joint_tf);
-  if (output.data() != local.data()) {
-    std::copy(local.begin(), local.end(), output.begin());
+  const Transform joint_model = Combine(parent_model, joint_tf);
+  if (output.data() != input.data()) {
+    std::copy(input.begin(), input.end(), output.begin());
   }
 
   // Work in the joint's rotation frame (model-space vectors relative to the

@@ -56,12 +56,11 @@ struct AimIkJob {
   // Inputs.
   const Skeleton* skeleton = nullptr;
   // The current local pose, one transform per joint.
-  absl::Span<const Transform> local = {};
-  // The model-space pose of `local` (as LocalToModelJob computes it with
-  // `root`). Only the entry of the aimed joint's parent is read.
-  absl::Span<const Transform> model = {};
-  // The skeleton's root space; read only when `joint` is a root.
-  Transform root = Transform::Identity();
+  absl::Span<const Transform> input = {};
+  // The model-space transform of `joint`'s parent, as LocalToModelJob
+  // computes it (ParentModelTransformOrRoot in local_to_model.h computes just
+  // this one), or the skeleton's root space when `joint` is a root.
+  Transform parent_model = Transform::Identity();
 
   // The joint to turn.
   int joint = -1;
@@ -93,8 +92,8 @@ struct AimIkJob {
   float reach_tolerance = 1e-4f;
 
   // Outputs.
-  // The corrected local pose: a copy of `local` with the joint's rotation
-  // replaced. May be the same memory as `local`, but must not otherwise
+  // The corrected local pose: a copy of `input` with the joint's rotation
+  // replaced. May be the same memory as `input`, but must not otherwise
   // overlap it.
   absl::Span<Transform> output = {};
   // Optional.
@@ -102,8 +101,8 @@ struct AimIkJob {
 
   // Checks the skeleton, sizes, the joint index, that every vector and scalar
   // is finite, forward non-zero, clamp_smoothing in range, and the transforms
-  // the solve reads (the joint's local transform, its parent's model
-  // transform or `root`). Errors name the field and the joint.
+  // the solve reads (the joint's local transform and parent_model). Errors
+  // name the field and the joint.
   absl::Status Validate() const;
   // Validates, then solves.
   absl::Status Run() const;

@@ -7,8 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "solver_core/analytic_ik/clamp_direction.h"
-#include "solver_core/model/pose.h"
 #include "solver_core/model/internal/sse_helpers.h"
+#include "solver_core/model/local_to_model.h"
+#include "solver_core/model/pose.h"
 #include "solver_core/model/quaternion_math.h"
 
 namespace posewire {
@@ -88,15 +89,13 @@ absl::Status Diagnose(const TwoBoneIkJob& job) {
   }
   const Skeleton& skel = *job.skeleton;
   const size_t n = static_cast<size_t>(skel.num_joints());
-  if (job.local.size() != n || job.model.size() != n ||
-      job.output.size() != n) {
+  if (job.input.size() != n || job.output.size() != n) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "two_bone_ik: local, model and output need one transform per joint (",
-        n, "); got ", job.local.size(), ", ", job.model.size(), " and ",
-        job.output.size()));
+        "two_bone_ik: input and output need one transform per joint (", n,
+        "); got ", job.input.size(), " and ", job.output.size()));
   }
   if (absl::Status s = CheckNoPartialOverlap(job.output, "two_bone_ik.output",
-                                             job.local, "two_bone_ik.local");
+                                             job.input, "two_bone_ik.input");
       !s.ok()) {
     return s;
   }
@@ -176,25 +175,17 @@ absl::Status Diagnose(const TwoBoneIkJob& job) {
     }
   }
 
-  const int parent = skel.parent(job.start_joint);
-  if (parent == kNoParent) {
-    if (absl::Status s =
-            ValidateTransform(job.root, "two_bone_ik.root", 0, "root space");
-        !s.ok()) {
-      return s;
-    }
-  } else if (absl::Status s =
-                 ValidateTransform(job.model[parent], "two_bone_ik.model",
-                                   parent, skel.joint_name(parent));
-             !s.ok()) {
+  if (absl::Status s = ValidateParentModel(
+          skel, job.parent_model, job.start_joint, "two_bone_ik.parent_model");
+      !s.ok()) {
     return s;
   }
   absl::Status status =
-      ValidateTransform(job.local[job.start_joint], "two_bone_ik.local",
+      ValidateTransform(job.input[job.start_joint], "two_bone_ik.input",
                         job.start_joint, skel.joint_name(job.start_joint));
   ForEachBelowOnPath(skel, job.start_joint, job.end_joint, [&](int j) {
     if (status.ok()) {
-      status = ValidateTransform(job.local[j], "two_bone_ik.local", j,
+      status = ValidateTransform(job.input[j], "two_bone_ik.input", j,
                                  skel.joint_name(j));
     }
   });
@@ -214,10 +205,9 @@ struct ChainView {
 
 ChainView ViewChain(const TwoBoneIkJob& job) {
   const Skeleton& skel = *job.skeleton;
-  const int parent = skel.parent(job.start_joint);
-  const Transform* local = job.local.data();
-  return {parent == kNoParent ? &job.root : job.model.data() + parent,
-          local + job.start_joint, local + job.mid_joint, local + job.end_joint,
+  const Transform* input = job.input.data();
+  return {&job.parent_model, input + job.start_joint, input + job.mid_joint,
+          input + job.end_joint,
           skel.parent(job.mid_joint) == job.start_joint &&
               skel.parent(job.end_joint) == job.mid_joint};
 }
@@ -279,11 +269,8 @@ inline bool LooksValid(const TwoBoneIkJob& job) {
   if (job.skeleton == nullptr) return false;
   const Skeleton& skel = *job.skeleton;
   const size_t n = static_cast<size_t>(skel.num_joints());
-  if (job.local.size() != n || job.model.size() != n ||
-      job.output.size() != n) {
-    return false;
-  }
-  if (OverlapsWithoutAliasing(job.output, job.local)) return false;
+  if (job.input.size() != n || job.output.size() != n) return false;
+  if (OverlapsWithoutAliasing(job.output, job.input)) return false;
   if (static_cast<size_t>(job.start_joint) >= n ||
       static_cast<size_t>(job.mid_joint) >= n ||
       static_cast<size_t>(job.end_joint) >= n) {
@@ -310,7 +297,7 @@ inline bool LooksValid(const TwoBoneIkJob& job) {
   // Twist bones between start and mid or mid and end: they are read too.
   bool ok = true;
   ForEachBelowOnPath(skel, job.start_joint, job.end_joint, [&](int j) {
-    ok = ok && TransformLooksValid(job.local[j]);
+    ok = ok && TransformLooksValid(job.input[j]);
   });
   return ok;
 }
@@ -351,7 +338,7 @@ LimbFrame ComposeLimb(const TwoBoneIkJob& job, const ChainView& chain,
   cursor.scale = start_scale;
   Transform mid_frame;
   ForEachBelowOnPath(*job.skeleton, job.start_joint, job.end_joint, [&](int j) {
-    CombineTo(cursor, job.local[j], &cursor);
+    CombineTo(cursor, job.input[j], &cursor);
     if (j == job.mid_joint) mid_frame = cursor;
   });
   limb.bone1 = Vec3(mid_frame.translation);
@@ -376,7 +363,7 @@ absl::Status TwoBoneIkJob::Run() const {
 
   const Skeleton& skel = *skeleton;
   const ChainView chain = ViewChain(*this);
-  // Read everything from `local` before writing: `output` may alias it.
+  // Read everything from `input` before writing: `output` may alias it.
   const Eigen::Quaternionf start_local = chain.start->rotation;
   const Eigen::Quaternionf mid_local = chain.mid->rotation;
   const Eigen::Quaternionf end_local = chain.end->rotation;
@@ -395,8 +382,8 @@ absl::Status TwoBoneIkJob::Run() const {
   // left-multiplied rotation.
   const LimbFrame limb = ComposeLimb(*this, chain, start_model.scale);
 
-  if (output.data() != local.data()) {
-    std::copy(local.begin(), local.end(), output.begin());
+  if (output.data() != input.data()) {
+    std::copy(input.begin(), input.end(), output.begin());
   }
 
   const float w = std::clamp(weight, 0.0f, 1.0f);
@@ -536,7 +523,7 @@ absl::Status TwoBoneIkJob::Run() const {
   out[mid_joint].rotation = mid_local * hinge;
   if (applied_stretch != 1.0f) {
     ForEachBelowOnPath(skel, start_joint, end_joint, [&](int j) {
-      out[j].translation = local[j].translation * applied_stretch;
+      out[j].translation = input[j].translation * applied_stretch;
     });
   }
   if (end_rotation.has_value()) {

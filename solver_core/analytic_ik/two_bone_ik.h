@@ -70,15 +70,13 @@ struct TwoBoneIkJob {
   // Inputs.
   const Skeleton* skeleton = nullptr;
   // The current local pose, one transform per joint.
-  absl::Span<const Transform> local = {};
-  // The model-space pose of `local` (as LocalToModelJob computes it with
-  // `root`), one transform per joint. Only the entry of start_joint's parent
-  // is read: the chain's own model transforms are recomputed from `local`, so
-  // they always match it.
-  absl::Span<const Transform> model = {};
-  // The skeleton's root space, as in LocalToModelJob; read only when
-  // start_joint is a root.
-  Transform root = Transform::Identity();
+  absl::Span<const Transform> input = {};
+  // The model-space transform of start_joint's parent, as LocalToModelJob
+  // computes it (ParentModelTransformOrRoot in local_to_model.h computes just
+  // this one), or the skeleton's root space when start_joint is a root. The
+  // chain's own model transforms are recomputed from `input`, so they always
+  // match it.
+  Transform parent_model = Transform::Identity();
 
   int start_joint = -1;
   int mid_joint = -1;
@@ -117,9 +115,9 @@ struct TwoBoneIkJob {
   float reach_tolerance = 1e-4f;
 
   // Outputs.
-  // The corrected local pose, one transform per joint: a copy of `local` with
+  // The corrected local pose, one transform per joint: a copy of `input` with
   // the chain's rotations (and, when stretching, translations) replaced. May
-  // be the same memory as `local` (solving in place skips the copy), but must
+  // be the same memory as `input` (solving in place skips the copy), but must
   // not otherwise overlap it.
   absl::Span<Transform> output = {};
   // Optional.
@@ -129,10 +127,9 @@ struct TwoBoneIkJob {
   // descendant of the previous), that every input the solve reads is finite
   // (target, pole, bend goal, mid axis non-zero, angles, weights), soften in
   // [0, 1], max_stretch >= 1, a unit end rotation, and the transforms the
-  // solve reads: the chain's local transforms and the model transform of
-  // start_joint's parent (or `root`). Other joints are copied, not read, and
-  // not checked. Errors name the field and the joint, e.g.
-  // "two_bone_ik.target: NaN or infinite component".
+  // solve reads: the chain's local transforms and parent_model. Other joints
+  // are copied, not read, and not checked. Errors name the field and the joint,
+  // e.g. "two_bone_ik.target: NaN or infinite component".
   absl::Status Validate() const;
   // Validates, then solves.
   absl::Status Run() const;

@@ -1343,7 +1343,7 @@ absl::Status FullBodyBipedIkJob::Run() const {
   const float weight = Clamp01(ik_position_weight);
   std::vector<std::string>* warnings = nullptr;
   if (result != nullptr) {
-    *result = FullBodyBipedResult();
+    *result = FullBodyBipedIkResult();
     result->warnings.assign(mapping->warnings().begin(),
                             mapping->warnings().end());
     warnings = &result->warnings;

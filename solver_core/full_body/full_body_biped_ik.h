@@ -186,7 +186,7 @@ struct BipedEffectorResult {
   bool reached = false;
 };
 
-struct FullBodyBipedResult {
+struct FullBodyBipedIkResult {
   std::array<BipedEffectorResult, kNumBipedEffectors> effectors;
   // Every active effector reached (vacuously true with none).
   bool reached = true;
@@ -223,14 +223,14 @@ struct FullBodyBipedIkJob {
   float spine_twist_weight = 1.0f;
   // How much the head keeps its animated model rotation ([0, 1]).
   float head_maintain_rotation_weight = 0.0f;
-  // For FullBodyBipedResult::reached.
+  // For FullBodyBipedIkResult::reached.
   IkTolerance tolerance;
 
   // Outputs.
   // One transform per joint; may be the same span as `input`.
   absl::Span<Transform> output;
   // Optional.
-  FullBodyBipedResult* result = nullptr;
+  FullBodyBipedIkResult* result = nullptr;
 
   BipedEffector& effector(BipedEffectorId id) {
     return effectors[static_cast<int>(id)];

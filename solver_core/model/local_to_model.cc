@@ -1,5 +1,6 @@
 #include "solver_core/model/local_to_model.h"
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/model/internal/simd_lanes_avx2.h"
 #include "solver_core/model/pose.h"
@@ -92,14 +93,14 @@ absl::Status LocalToModelJob::Validate() const {
   if (skeleton == nullptr) {
     return absl::InvalidArgumentError("local_to_model.skeleton: not set");
   }
-  if (static_cast<int>(model.size()) != skeleton->num_joints()) {
+  if (static_cast<int>(output.size()) != skeleton->num_joints()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "local_to_model.model: output has ", model.size(),
+        "local_to_model.output: ", output.size(),
         " transforms for a skeleton of ", skeleton->num_joints(), " joints"));
   }
-  if (Overlap(model, local)) {
+  if (Overlap(output, input)) {
     return absl::InvalidArgumentError(
-        "local_to_model.model: shares memory with local_to_model.local; give "
+        "local_to_model.output: shares memory with local_to_model.input; give "
         "the model pose its own memory");
   }
   if (from < -1 || from >= skeleton->num_joints()) {
@@ -112,16 +113,16 @@ absl::Status LocalToModelJob::Validate() const {
   }
   // One branch-free pass over the pose; the per-joint messages only when it
   // finds something.
-  if (absl::Status s = CheckPose(*skeleton, local, "local_to_model.local");
+  if (absl::Status s = CheckPose(*skeleton, input, "local_to_model.input");
       !s.ok()) {
     return s;
   }
-  // A partial update reads the parent of `from` out of `model`; a stale NaN
+  // A partial update reads the parent of `from` out of `output`; a stale NaN
   // or garbage rotation there would silently poison the whole subtree.
   if (from >= 0) {
     const int p = skeleton->parent(from);
     if (p != kNoParent) {
-      return ValidateTransform(model[p], "local_to_model.model", p,
+      return ValidateTransform(output[p], "local_to_model.output", p,
                                skeleton->joint_name(p));
     }
   }
@@ -138,8 +139,8 @@ void LocalToModelJob::RunUnchecked() const {
   const Skeleton& skel = *skeleton;
   const int n = skel.num_joints();
   const int* parents = skel.parents().data();
-  const Transform* in = local.data();
-  Transform* out = model.data();
+  const Transform* in = input.data();
+  Transform* out = output.data();
   if (from < 0) {
     // The whole pose: no subtree test, one select for roots, and each joint
     // a branch-free CombineTo (transform.h) whose only serial dependency is
@@ -174,14 +175,14 @@ absl::Status ModelToLocalJob::Validate() const {
   if (skeleton == nullptr) {
     return absl::InvalidArgumentError("model_to_local.skeleton: not set");
   }
-  if (static_cast<int>(local.size()) != skeleton->num_joints()) {
+  if (static_cast<int>(output.size()) != skeleton->num_joints()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "model_to_local.local: output has ", local.size(),
+        "model_to_local.output: ", output.size(),
         " transforms for a skeleton of ", skeleton->num_joints(), " joints"));
   }
-  if (Overlap(local, model)) {
+  if (Overlap(output, input)) {
     return absl::InvalidArgumentError(
-        "model_to_local.local: shares memory with model_to_local.model (each "
+        "model_to_local.output: shares memory with model_to_local.input (each "
         "joint reads its parent's model transform after the parent is "
         "converted); give the local pose its own memory");
   }
@@ -192,15 +193,15 @@ absl::Status ModelToLocalJob::Validate() const {
     return absl::InvalidArgumentError(
         "model_to_local.root: scale has a zero component");
   }
-  if (absl::Status s = ValidatePose(*skeleton, model, "model_to_local.model");
+  if (absl::Status s = ValidatePose(*skeleton, input, "model_to_local.input");
       !s.ok()) {
     return s;
   }
   for (int j = 0; j < skeleton->num_joints(); ++j) {
     if (!skeleton->children(j).empty() &&
-        model[j].scale.cwiseAbs().minCoeff() == 0.0f) {
+        input[j].scale.cwiseAbs().minCoeff() == 0.0f) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "model_to_local.model[", j, "] '", skeleton->joint_name(j),
+          "model_to_local.input[", j, "] '", skeleton->joint_name(j),
           "': scale has a zero component, so its children's local "
           "transforms are undefined"));
     }
@@ -218,8 +219,40 @@ void ModelToLocalJob::RunUnchecked() const {
   const Skeleton& skel = *skeleton;
   for (int j = 0; j < skel.num_joints(); ++j) {
     const int p = skel.parent(j);
-    local[j] = LocalFromModel(p == kNoParent ? root : model[p], model[j]);
+    output[j] = LocalFromModel(p == kNoParent ? root : input[p], input[j]);
   }
+}
+
+Transform ParentModelTransformOrRoot(const Skeleton& skeleton,
+                                     absl::Span<const Transform> local,
+                                     int joint, const Transform& root) {
+  // The ancestors, nearest first; skeletons are rarely deeper than this.
+  absl::InlinedVector<int, 32> ancestors;
+  for (int p = skeleton.parent(joint); p != kNoParent; p = skeleton.parent(p)) {
+    ancestors.push_back(p);
+  }
+  Transform model = root;
+  for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
+    CombineTo(model, local[*it], &model);
+  }
+  return model;
+}
+
+absl::Status ValidateParentModel(const Skeleton& skeleton,
+                                 const Transform& parent_model, int joint,
+                                 absl::string_view field) {
+  const int parent = skeleton.parent(joint);
+  if (parent == kNoParent) return ValidateRoot(parent_model, field);
+  return ValidateTransform(parent_model, field, parent,
+                           skeleton.joint_name(parent));
+}
+
+Transform JointModelTransform(const Skeleton& skeleton,
+                              absl::Span<const Transform> local, int joint,
+                              const Transform& root) {
+  Transform model = ParentModelTransformOrRoot(skeleton, local, joint, root);
+  CombineTo(model, local[joint], &model);
+  return model;
 }
 
 }  // namespace posewire

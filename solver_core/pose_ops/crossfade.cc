@@ -38,7 +38,7 @@ absl::Status CheckPlayback(const CrossfadeJob& job, const ClipPlayback& p,
   sampling.mode = p.mode;
   sampling.rotation_interpolation = job.rotation_interpolation;
   sampling.clip_validated = job.clips_validated;
-  sampling.output = job.pose;
+  sampling.output = job.output;
   if (absl::Status s = sampling.Validate(); !s.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, " (clip ", p.clip, "): ", s.message()));
@@ -140,10 +140,11 @@ absl::Status ValidateState(const CrossfadeJob& job) {
   if (job.next_state == nullptr) {
     return absl::InvalidArgumentError("crossfade.next_state: not set");
   }
-  if (static_cast<int>(job.pose.size()) != job.skeleton->num_joints()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "crossfade.pose: ", job.pose.size(), " transforms for a skeleton of ",
-        job.skeleton->num_joints(), " joints"));
+  if (static_cast<int>(job.output.size()) != job.skeleton->num_joints()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("crossfade.output: ", job.output.size(),
+                     " transforms for a skeleton of ",
+                     job.skeleton->num_joints(), " joints"));
   }
   if (!std::isfinite(job.dt) || job.dt < 0.0f) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -219,7 +220,7 @@ absl::Status SamplingError(const absl::Status& s, int fade, int clip) {
 // written; the pose is then unspecified.
 absl::Status Step(const CrossfadeJob& job, bool checked) {
   const CrossfadeState& in = *job.state;
-  const absl::Span<Transform> pose = job.pose;
+  const absl::Span<Transform> pose = job.output;
   if (in.current.clip < 0) {
     std::copy(job.skeleton->rest_pose().begin(),
               job.skeleton->rest_pose().end(), pose.begin());
@@ -356,7 +357,7 @@ absl::StatusOr<CrossfadeState> StepCrossfade(const Skeleton& skeleton,
   job.clips = clips;
   job.state = &state;
   job.dt = dt;
-  job.pose = pose;
+  job.output = pose;
   job.next_state = &next;
   if (absl::Status s = job.Run(); !s.ok()) return s;
   return next;

@@ -128,7 +128,8 @@ struct CrossfadeJob {
   CrossfadeWorkspace* workspace = nullptr;
 
   // Outputs. `next_state` may be `state`.
-  absl::Span<Transform> pose = {};
+  // The local pose, one transform per joint.
+  absl::Span<Transform> output = {};
   CrossfadeState* next_state = nullptr;
 
   // Checks pointers, sizes, dt, the state (clip indices in range, times,

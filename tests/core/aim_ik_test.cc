@@ -128,18 +128,15 @@ struct Solved {
 };
 
 Solved Solve(const Rig& rig, AimIkJob job) {
-  std::vector<Transform> model(rig.local.size());
-  EXPECT_TRUE((LocalToModelJob{.skeleton = &rig.skeleton,
-                               .local = rig.local,
-                               .model = absl::MakeSpan(model)})
-                  .Run()
-                  .ok());
   Solved out;
   out.pose.assign(rig.local.size(), Transform());
   job.skeleton = &rig.skeleton;
-  job.local = rig.local;
-  job.model = model;
+  job.input = rig.local;
   if (job.joint < 0) job.joint = kHead;
+  if (job.joint < rig.skeleton.num_joints()) {
+    job.parent_model =
+        ParentModelTransformOrRoot(rig.skeleton, rig.local, job.joint);
+  }
   job.output = absl::MakeSpan(out.pose);
   job.result = &out.result;
   out.status = job.Run();
@@ -583,15 +580,13 @@ TEST(AimIkTest, AimIk_InvalidInputIsRejectedNamingTheField) {
   }
   Rig bad = MakeRig();
   bad.local[kHead].rotation = Eigen::Quaternionf(0.5f, 0, 0, 0);
-  std::vector<Transform> model(bad.local.size());
   std::vector<Transform> out(bad.local.size());
   AimIkJob job{.skeleton = &bad.skeleton,
-               .local = bad.local,
-               .model = model,
+               .input = bad.local,
                .joint = kHead,
                .output = absl::MakeSpan(out)};
   EXPECT_THAT(std::string(job.Run().message()),
-              HasSubstr("aim_ik.local[1] 'head': rotation norm"));
+              HasSubstr("aim_ik.input[1] 'head': rotation norm"));
 }
 
 TEST(AimIkTest, AimIk_RerunsAreBitIdenticalInPlaceOrNot) {
@@ -612,16 +607,10 @@ TEST(AimIkTest, AimIk_RerunsAreBitIdenticalInPlaceOrNot) {
     EXPECT_TRUE(BitEqual(first.pose, Solve(rig, params).pose));
   }
   std::vector<Transform> pose = rig.local;
-  std::vector<Transform> model(pose.size());
-  ASSERT_TRUE((LocalToModelJob{.skeleton = &rig.skeleton,
-                               .local = pose,
-                               .model = absl::MakeSpan(model)})
-                  .Run()
-                  .ok());
   AimIkJob job = params;
   job.skeleton = &rig.skeleton;
-  job.local = pose;
-  job.model = model;
+  job.input = pose;
+  job.parent_model = ParentModelTransformOrRoot(rig.skeleton, pose, kHead);
   job.joint = kHead;
   job.output = absl::MakeSpan(pose);
   ASSERT_TRUE(job.Run().ok());

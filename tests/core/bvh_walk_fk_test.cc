@@ -75,10 +75,10 @@ TEST(BvhWalkFk, ModelToLocalInvertsLocalToModelOnEveryWalkFrame) {
   for (size_t k = 0; k < keys; ++k) {
     const LocalPose local = PoseAtKey(skeleton, clip, k);
     LocalToModelJob fk{
-        .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
+        .skeleton = &skeleton, .input = local, .output = absl::MakeSpan(model)};
     ASSERT_TRUE(fk.Run().ok()) << fk.Run();
     ModelToLocalJob ik{
-        .skeleton = &skeleton, .model = model, .local = absl::MakeSpan(back)};
+        .skeleton = &skeleton, .input = model, .output = absl::MakeSpan(back)};
     ASSERT_TRUE(ik.Run().ok()) << ik.Run();
     for (int j = 0; j < skeleton.num_joints(); ++j) {
       const float dt =
@@ -221,7 +221,7 @@ TEST_P(BvhIndependentFkTest, JointPositionsMatchIndependentMatrixFk) {
   for (size_t k = 0; k < ref.frames.size(); k += c.stride) {
     const LocalPose local = PoseAtKey(skeleton, clip, k);
     ASSERT_TRUE((LocalToModelJob{
-        .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)}
+        .skeleton = &skeleton, .input = local, .output = absl::MakeSpan(model)}
                      .Run()
                      .ok()));
     const std::vector<Eigen::Matrix4d> want =
@@ -272,7 +272,7 @@ TEST(BvhWalkFk, PartialUpdateFromOneJointMatchesAFullRunBitForBit) {
 
   ModelPose before(skeleton.num_joints());
   ASSERT_TRUE((LocalToModelJob{
-      .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(before)}
+      .skeleton = &skeleton, .input = local, .output = absl::MakeSpan(before)}
                    .Run()
                    .ok()));
 
@@ -289,14 +289,14 @@ TEST(BvhWalkFk, PartialUpdateFromOneJointMatchesAFullRunBitForBit) {
 
     ModelPose partial = before;
     ASSERT_TRUE((LocalToModelJob{.skeleton = &skeleton,
-                                 .local = changed,
+                                 .input = changed,
                                  .from = joint,
-                                 .model = absl::MakeSpan(partial)}
+                                 .output = absl::MakeSpan(partial)}
                      .Run()
                      .ok()));
     ModelPose full(skeleton.num_joints());
     ASSERT_TRUE((LocalToModelJob{
-        .skeleton = &skeleton, .local = changed, .model = absl::MakeSpan(full)}
+        .skeleton = &skeleton, .input = changed, .output = absl::MakeSpan(full)}
                      .Run()
                      .ok()));
     int moved = 0;

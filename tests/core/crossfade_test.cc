@@ -277,7 +277,7 @@ TEST_F(CrossfadeTest, Step_SameStateSameBitsWithOrWithoutWorkspace) {
                      .state = &with,
                      .dt = 0.05f + 0.01f * (i % 3),
                      .workspace = &workspace,
-                     .pose = absl::MakeSpan(a),
+                     .output = absl::MakeSpan(a),
                      .next_state = &next_with};
     ASSERT_TRUE(job.Run().ok());
     // The same step from a copy of the state, without a workspace, and with
@@ -286,7 +286,7 @@ TEST_F(CrossfadeTest, Step_SameStateSameBitsWithOrWithoutWorkspace) {
     job.state = &copy;
     job.next_state = &copy;
     job.workspace = nullptr;
-    job.pose = absl::MakeSpan(b);
+    job.output = absl::MakeSpan(b);
     ASSERT_TRUE(job.Run().ok());
     for (int j = 0; j < kJoints; ++j) ASSERT_TRUE(SameBits(a[j], b[j])) << i;
     ASSERT_EQ(copy.fades.size(), next_with.fades.size());
@@ -334,7 +334,7 @@ TEST_F(CrossfadeTest, Step_RejectsBadInputsAndLeavesTheStateAlone) {
                    .clips = clips_,
                    .state = &state,
                    .dt = 0.1f,
-                   .pose = absl::MakeSpan(pose),
+                   .output = absl::MakeSpan(pose),
                    .next_state = &state};
   const absl::Status s = job.Run();
   EXPECT_THAT(s.message(), HasSubstr("crossfade.state.fades[0].target"));
@@ -410,7 +410,7 @@ TEST(CrossfadeRealDataTest, Crossfade_CmuClipsReachTheTargetAndStayContinuous) {
                      .state = &state,
                      .dt = dt,
                      .workspace = &workspace,
-                     .pose = absl::MakeSpan(pose),
+                     .output = absl::MakeSpan(pose),
                      .next_state = &next};
     ASSERT_TRUE(job.Run().ok());
     ++steps;

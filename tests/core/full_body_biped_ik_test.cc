@@ -217,7 +217,7 @@ TEST_P(ReachTest, FullBodyBiped_LimbEffectorsReachTargetsFromOtherFrames) {
       e.position = LimbPos(rig, target, limb, 2).cast<float>();
       e.position_weight = 1.0f;
     }
-    FullBodyBipedResult result;
+    FullBodyBipedIkResult result;
     job.result = &result;
     ASSERT_TRUE(job.Run().ok());
     const std::vector<Eigen::Matrix4d> m = Fk(s, out);
@@ -289,7 +289,7 @@ TEST_F(WalkTest, FullBodyBiped_ZeroWeightsReturnTheInputBitForBit) {
   for (int e = 0; e < kNumBipedEffectors; ++e) {
     idle.effectors[e].position = Eigen::Vector3f(10.0f, 20.0f, 30.0f);
   }
-  FullBodyBipedResult result;
+  FullBodyBipedIkResult result;
   idle.result = &result;
   ASSERT_TRUE(idle.Run().ok());
   EXPECT_TRUE(BitEqual(out, in));
@@ -588,7 +588,7 @@ TEST_F(WalkTest, FullBodyBiped_ResultCarriesTheSetupWarnings) {
   job.effector(BipedEffectorId::kLeftHand).position_weight = 0.5f;
   job.effector(BipedEffectorId::kLeftHand).position =
       Eigen::Vector3f(1.0f, 2.0f, 3.0f);
-  FullBodyBipedResult result;
+  FullBodyBipedIkResult result;
   job.result = &result;
   ASSERT_TRUE(job.Run().ok());
   EXPECT_THAT(result.warnings,
@@ -702,7 +702,7 @@ TEST(FullBodyBipedRobotTest, FullBodyBiped_EndPointFootRotationIsReported) {
   std::vector<Transform> out;
   FullBodyBipedIkJob job = MakeJob(rig, in, out);
   job.effector(BipedEffectorId::kLeftFoot).rotation_weight = 1.0f;
-  FullBodyBipedResult result;
+  FullBodyBipedIkResult result;
   job.result = &result;
   ASSERT_TRUE(job.Run().ok());
   EXPECT_THAT(result.warnings,

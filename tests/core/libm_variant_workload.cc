@@ -100,11 +100,11 @@ void Check(const absl::Status& s, const char* what) {
 std::vector<Transform> ModelPose(const Skeleton& skeleton,
                                  absl::Span<const Transform> local) {
   std::vector<Transform> model(local.size());
-  Check(
-      LocalToModelJob{
-          .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)}
-          .Run(),
-      "local to model");
+  Check(LocalToModelJob{.skeleton = &skeleton,
+                        .input = local,
+                        .output = absl::MakeSpan(model)}
+            .Run(),
+        "local to model");
   return model;
 }
 
@@ -216,8 +216,8 @@ void AnalyticIk(const ImportedAsset& asset, Lcg* rng, Hasher* h) {
   for (int i = 0; i < 1500; ++i) {
     TwoBoneIkJob job;
     job.skeleton = &sk;
-    job.local = local;
-    job.model = model;
+    job.input = local;
+    job.parent_model = model[sk.parent(hip)];
     job.start_joint = hip;
     job.mid_joint = knee;
     job.end_joint = ankle;
@@ -235,8 +235,8 @@ void AnalyticIk(const ImportedAsset& asset, Lcg* rng, Hasher* h) {
   for (int i = 0; i < 1500; ++i) {
     AimIkJob job;
     job.skeleton = &sk;
-    job.local = local;
-    job.model = model;
+    job.input = local;
+    job.parent_model = model[sk.parent(head)];
     job.joint = head;
     job.target = model[head].translation + rng->Vector(50.0f);
     job.pole_vector = rng->Vector(1.0f);

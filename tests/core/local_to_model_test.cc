@@ -140,9 +140,9 @@ ModelPose Fk(const Skeleton& skeleton, const LocalPose& local,
              const Transform& root = Transform::Identity()) {
   ModelPose model(skeleton.num_joints());
   LocalToModelJob job{.skeleton = &skeleton,
-                      .local = local,
+                      .input = local,
                       .root = root,
-                      .model = absl::MakeSpan(model)};
+                      .output = absl::MakeSpan(model)};
   absl::Status s = job.Run();
   EXPECT_TRUE(s.ok()) << s;
   return model;
@@ -185,7 +185,7 @@ Transform Sentinel() {
 TEST(LocalToModel, MissingSkeletonIsRejected) {
   ModelPose model(1);
   LocalPose local(1);
-  LocalToModelJob job{.local = local, .model = absl::MakeSpan(model)};
+  LocalToModelJob job{.input = local, .output = absl::MakeSpan(model)};
   ExpectInvalid(job.Validate(), {"local_to_model.skeleton", "not set"});
   ExpectInvalid(job.Run(), {"local_to_model.skeleton"});
 }
@@ -196,8 +196,8 @@ TEST(LocalToModel, OutputSizeMismatchIsRejected) {
   for (size_t size : {0u, 2u, 4u}) {
     ModelPose model(size, Sentinel());
     LocalToModelJob job{
-        .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
-    ExpectInvalid(job.Run(), {"local_to_model.model",
+        .skeleton = &skeleton, .input = local, .output = absl::MakeSpan(model)};
+    ExpectInvalid(job.Run(), {"local_to_model.output",
                               absl::StrCat(size, " transforms"), "3 joints"});
     for (const Transform& t : model) EXPECT_TRUE(BitEqual(t, Sentinel()));
   }
@@ -208,9 +208,9 @@ TEST(LocalToModel, LocalSizeMismatchIsRejected) {
   const LocalPose local(2);
   ModelPose model(3, Sentinel());
   LocalToModelJob job{
-      .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
+      .skeleton = &skeleton, .input = local, .output = absl::MakeSpan(model)};
   ExpectInvalid(job.Run(),
-                {"local_to_model.local", "2 transforms", "3 joints"});
+                {"local_to_model.input", "2 transforms", "3 joints"});
   for (const Transform& t : model) EXPECT_TRUE(BitEqual(t, Sentinel()));
 }
 
@@ -220,9 +220,9 @@ TEST(LocalToModel, FromOutOfRangeIsRejected) {
   for (int from : {-2, -100, 3, 1000}) {
     ModelPose model(3, Sentinel());
     LocalToModelJob job{.skeleton = &skeleton,
-                        .local = local,
+                        .input = local,
                         .from = from,
-                        .model = absl::MakeSpan(model)};
+                        .output = absl::MakeSpan(model)};
     ExpectInvalid(job.Run(), {"local_to_model.from",
                               absl::StrCat("joint ", from), "out of range"});
     for (const Transform& t : model) EXPECT_TRUE(BitEqual(t, Sentinel()));
@@ -254,8 +254,8 @@ TEST(LocalToModel, NonFiniteOrNonUnitLocalTransformIsRejectedNamingJoint) {
     }
     ModelPose model(3, Sentinel());
     LocalToModelJob job{
-        .skeleton = &skeleton, .local = local, .model = absl::MakeSpan(model)};
-    ExpectInvalid(job.Run(), {"local_to_model.local[1] 'j1'", what});
+        .skeleton = &skeleton, .input = local, .output = absl::MakeSpan(model)};
+    ExpectInvalid(job.Run(), {"local_to_model.input[1] 'j1'", what});
     for (const Transform& t : model) EXPECT_TRUE(BitEqual(t, Sentinel()));
   }
 }
@@ -279,7 +279,7 @@ TEST(LocalToModel, EveryBadComponentOfEveryJointIsFoundWhateverThePadding) {
     }
     ModelPose model(n);
     LocalToModelJob ok_job{
-        .skeleton = &skeleton, .local = valid, .model = absl::MakeSpan(model)};
+        .skeleton = &skeleton, .input = valid, .output = absl::MakeSpan(model)};
     EXPECT_TRUE(ok_job.Run().ok()) << n;
     for (int j = 0; j < n; ++j) {
       // Components: translation 0-2, rotation 4-7, scale 8-10.
@@ -288,9 +288,9 @@ TEST(LocalToModel, EveryBadComponentOfEveryJointIsFoundWhateverThePadding) {
           LocalPose local = valid;
           reinterpret_cast<float*>(&local[j])[c] = bad;
           LocalToModelJob job{.skeleton = &skeleton,
-                              .local = local,
-                              .model = absl::MakeSpan(model)};
-          ExpectInvalid(job.Run(), {absl::StrCat("local_to_model.local[", j,
+                              .input = local,
+                              .output = absl::MakeSpan(model)};
+          ExpectInvalid(job.Run(), {absl::StrCat("local_to_model.input[", j,
                                                  "] 'j", j, "'")});
         }
       }
@@ -298,12 +298,12 @@ TEST(LocalToModel, EveryBadComponentOfEveryJointIsFoundWhateverThePadding) {
       LocalPose local = valid;
       local[j].rotation.coeffs() *= 1.0015f;
       LocalToModelJob job{.skeleton = &skeleton,
-                          .local = local,
-                          .model = absl::MakeSpan(model)};
-      ExpectInvalid(job.Run(), {absl::StrCat("local_to_model.local[", j, "]"),
+                          .input = local,
+                          .output = absl::MakeSpan(model)};
+      ExpectInvalid(job.Run(), {absl::StrCat("local_to_model.input[", j, "]"),
                                 "rotation norm"});
       local[j].rotation.coeffs() = valid[j].rotation.coeffs() * 0.9985f;
-      ExpectInvalid(job.Run(), {absl::StrCat("local_to_model.local[", j, "]"),
+      ExpectInvalid(job.Run(), {absl::StrCat("local_to_model.input[", j, "]"),
                                 "rotation norm"});
       local[j].rotation.coeffs() = valid[j].rotation.coeffs() * 1.0005f;
       EXPECT_TRUE(job.Run().ok()) << n << " " << j;
@@ -322,9 +322,9 @@ TEST(LocalToModel, NonFiniteOrNonUnitRootTransformIsRejected) {
   for (const Transform& root : bad_roots) {
     ModelPose model(2, Sentinel());
     LocalToModelJob job{.skeleton = &skeleton,
-                        .local = local,
+                        .input = local,
                         .root = root,
-                        .model = absl::MakeSpan(model)};
+                        .output = absl::MakeSpan(model)};
     ExpectInvalid(job.Run(), {"local_to_model.root"});
     for (const Transform& t : model) EXPECT_TRUE(BitEqual(t, Sentinel()));
   }
@@ -339,14 +339,14 @@ TEST(LocalToModel, PartialUpdateRejectsInvalidParentModelTransform) {
   model[1].translation.x() = kNaN;
   const ModelPose before = model;
   LocalToModelJob job{.skeleton = &skeleton,
-                      .local = local,
+                      .input = local,
                       .from = 2,
-                      .model = absl::MakeSpan(model)};
-  ExpectInvalid(job.Run(), {"local_to_model.model[1] 'j1'", "translation"});
+                      .output = absl::MakeSpan(model)};
+  ExpectInvalid(job.Run(), {"local_to_model.output[1] 'j1'", "translation"});
   for (int j = 0; j < 4; ++j) EXPECT_TRUE(BitEqual(model[j], before[j])) << j;
   // Entries the update neither reads nor writes may hold anything.
   model = Fk(skeleton, local);
-  job.model = absl::MakeSpan(model);
+  job.output = absl::MakeSpan(model);
   model[0].rotation.coeffs().setZero();
   model[3].translation.x() = kNaN;
   EXPECT_TRUE(job.Run().ok());
@@ -358,9 +358,9 @@ TEST(LocalToModel, FromRangeEndpointsAreAccepted) {
   ModelPose model(3);
   for (int from : {-1, 0, 2}) {
     LocalToModelJob job{.skeleton = &skeleton,
-                        .local = local,
+                        .input = local,
                         .from = from,
-                        .model = absl::MakeSpan(model)};
+                        .output = absl::MakeSpan(model)};
     EXPECT_TRUE(job.Run().ok()) << from;
   }
 }
@@ -464,6 +464,59 @@ TEST(LocalToModel, TwoJointsAtATimeGiveTheBitsOfOneAtATime) {
   EXPECT_GE(widest, 2);
 }
 
+// One joint's model transform by its ancestors alone (what the analytic IK
+// solvers take as parent_model) is the entry the whole-pose job writes, bit
+// for bit, with the SSE and (where the CPU has it) the AVX2 pass; signed
+// zeros included, so a root's local transform goes through CombineTo with
+// the root space like every other joint.
+TEST(LocalToModel, OneJointByItsAncestorsGivesTheBitsOfTheJob) {
+  const Skeleton skeleton = RandomSkeleton(121, 91);
+  Rng rng(92);
+  LocalPose local = RandomPose(121, rng, 0.5f, 2.0f);
+  for (int j = 0; j < 121; j += 3) local[j].scale = rng.Vector(0.25f, 3.0f);
+  local[0].translation = Eigen::Vector3f(-0.0f, 0.0f, -0.0f);
+  for (const Transform& root :
+       {Transform::Identity(), rng.UniformScaleTransform(0.5f, 2.0f)}) {
+    const SimdLevel saved = ActiveSimdLevel();
+    for (const SimdLevel level : {SimdLevel::kSse2, DetectedSimdLevel()}) {
+      SetMaxSimdLevel(level);
+      const ModelPose model = Fk(skeleton, local, root);
+      for (int j = 0; j < skeleton.num_joints(); ++j) {
+        const int p = skeleton.parent(j);
+        EXPECT_TRUE(
+            BitEqual(JointModelTransform(skeleton, local, j, root), model[j]))
+            << "joint " << j;
+        EXPECT_TRUE(
+            BitEqual(ParentModelTransformOrRoot(skeleton, local, j, root),
+                     p == kNoParent ? root : model[p]))
+            << "joint " << j;
+      }
+    }
+    SetMaxSimdLevel(saved);
+  }
+  // The default root space is the identity.
+  EXPECT_TRUE(BitEqual(JointModelTransform(skeleton, local, 0),
+                       Fk(skeleton, local)[0]));
+  EXPECT_TRUE(BitEqual(ParentModelTransformOrRoot(skeleton, local, 0),
+                       Transform::Identity()));
+}
+
+TEST(LocalToModel, ValidateParentModelNamesTheParentOrTheRootSpace) {
+  const Skeleton skeleton = ChainSkeleton({kNoParent, 0, 1});
+  EXPECT_TRUE(ValidateParentModel(skeleton, Transform::Identity(), 2,
+                                  "two_bone_ik.parent_model")
+                  .ok());
+  Transform bad = Transform::Identity();
+  bad.translation.y() = kNaN;
+  ExpectInvalid(
+      ValidateParentModel(skeleton, bad, 2, "two_bone_ik.parent_model"),
+      {"two_bone_ik.parent_model[1] 'j1': translation"});
+  bad = Transform::Identity();
+  bad.rotation.coeffs() *= 2.0f;
+  ExpectInvalid(ValidateParentModel(skeleton, bad, 0, "aim_ik.parent_model"),
+                {"aim_ik.parent_model[0] 'root space': rotation norm 2"});
+}
+
 TEST(LocalToModel, RootTransformPlacesEveryJoint) {
   const Skeleton skeleton = RandomSkeleton(50, 7);
   Rng rng(8);
@@ -495,7 +548,7 @@ TEST(LocalToModel, SixtyThousandJointChainAccumulatesExactly) {
   }
   LocalPose back(kN);
   ModelToLocalJob inverse{
-      .skeleton = &skeleton, .model = model, .local = absl::MakeSpan(back)};
+      .skeleton = &skeleton, .input = model, .output = absl::MakeSpan(back)};
   ASSERT_TRUE(inverse.Run().ok());
   for (int j = 0; j < kN; ++j) {
     ASSERT_EQ(back[j], local[j]) << j;
@@ -524,10 +577,10 @@ TEST(LocalToModel, PartialUpdateRecomputesExactlyTheSubtreeBitForBit) {
     }
     ModelPose partial = model_before;
     LocalToModelJob job{.skeleton = &skeleton,
-                        .local = after,
+                        .input = after,
                         .root = root,
                         .from = from,
-                        .model = absl::MakeSpan(partial)};
+                        .output = absl::MakeSpan(partial)};
     ASSERT_TRUE(job.Run().ok());
     // Equal, bit for bit, to a full recompute of the changed pose.
     const ModelPose full = Fk(skeleton, after, root);
@@ -565,9 +618,9 @@ TEST(LocalToModel, PartialUpdateLeavesJointsOutsideSubtreeUntouched) {
   after[0] = rng.UniformScaleTransform(0.7f, 1.4f);  // ancestor
   ModelPose partial = model_before;
   LocalToModelJob job{.skeleton = &skeleton,
-                      .local = after,
+                      .input = after,
                       .from = 1,
-                      .model = absl::MakeSpan(partial)};
+                      .output = absl::MakeSpan(partial)};
   ASSERT_TRUE(job.Run().ok());
   for (int j : {0, 3, 4}) {
     EXPECT_TRUE(BitEqual(partial[j], model_before[j])) << j;
@@ -591,9 +644,9 @@ TEST(LocalToModel, PartialUpdateFromRootsEqualsFullRecompute) {
   for (int j = 0; j < 100; ++j) {
     if (skeleton.parent(j) != kNoParent) continue;
     LocalToModelJob job{.skeleton = &skeleton,
-                        .local = local,
+                        .input = local,
                         .from = j,
-                        .model = absl::MakeSpan(partial)};
+                        .output = absl::MakeSpan(partial)};
     ASSERT_TRUE(job.Run().ok());
   }
   ExpectBitEqual(partial, full);
@@ -614,19 +667,19 @@ TEST(LocalToModel, TwoRunsAreBitIdentical) {
   const Skeleton copy = skeleton;
   ModelPose third(150);
   LocalToModelJob{.skeleton = &copy,
-                  .local = local,
+                  .input = local,
                   .root = root,
-                  .model = absl::MakeSpan(third)}
+                  .output = absl::MakeSpan(third)}
       .RunUnchecked();
   ExpectBitEqual(first, third);
 
   LocalPose back1(150), back2(150);
   ModelToLocalJob inverse{.skeleton = &skeleton,
-                          .model = first,
+                          .input = first,
                           .root = root,
-                          .local = absl::MakeSpan(back1)};
+                          .output = absl::MakeSpan(back1)};
   ASSERT_TRUE(inverse.Run().ok());
-  inverse.local = absl::MakeSpan(back2);
+  inverse.output = absl::MakeSpan(back2);
   ASSERT_TRUE(inverse.Run().ok());
   ExpectBitEqual(back1, back2);
 }
@@ -637,7 +690,7 @@ TEST(LocalToModel, TwoRunsAreBitIdentical) {
 TEST(ModelToLocal, MissingSkeletonIsRejected) {
   ModelPose model(1);
   LocalPose local(1);
-  ModelToLocalJob job{.model = model, .local = absl::MakeSpan(local)};
+  ModelToLocalJob job{.input = model, .output = absl::MakeSpan(local)};
   ExpectInvalid(job.Validate(), {"model_to_local.skeleton", "not set"});
   ExpectInvalid(job.Run(), {"model_to_local.skeleton"});
 }
@@ -648,8 +701,8 @@ TEST(ModelToLocal, OutputSizeMismatchIsRejected) {
   for (size_t size : {0u, 2u, 4u}) {
     LocalPose local(size, Sentinel());
     ModelToLocalJob job{
-        .skeleton = &skeleton, .model = model, .local = absl::MakeSpan(local)};
-    ExpectInvalid(job.Run(), {"model_to_local.local",
+        .skeleton = &skeleton, .input = model, .output = absl::MakeSpan(local)};
+    ExpectInvalid(job.Run(), {"model_to_local.output",
                               absl::StrCat(size, " transforms"), "3 joints"});
     for (const Transform& t : local) EXPECT_TRUE(BitEqual(t, Sentinel()));
   }
@@ -660,9 +713,9 @@ TEST(ModelToLocal, ModelSizeMismatchIsRejected) {
   const ModelPose model(4);
   LocalPose local(3, Sentinel());
   ModelToLocalJob job{
-      .skeleton = &skeleton, .model = model, .local = absl::MakeSpan(local)};
+      .skeleton = &skeleton, .input = model, .output = absl::MakeSpan(local)};
   ExpectInvalid(job.Run(),
-                {"model_to_local.model", "4 transforms", "3 joints"});
+                {"model_to_local.input", "4 transforms", "3 joints"});
   for (const Transform& t : local) EXPECT_TRUE(BitEqual(t, Sentinel()));
 }
 
@@ -691,8 +744,8 @@ TEST(ModelToLocal, NonFiniteOrNonUnitModelTransformIsRejectedNamingJoint) {
     }
     LocalPose local(3, Sentinel());
     ModelToLocalJob job{
-        .skeleton = &skeleton, .model = model, .local = absl::MakeSpan(local)};
-    ExpectInvalid(job.Run(), {"model_to_local.model[2] 'j2'", what});
+        .skeleton = &skeleton, .input = model, .output = absl::MakeSpan(local)};
+    ExpectInvalid(job.Run(), {"model_to_local.input[2] 'j2'", what});
     for (const Transform& t : local) EXPECT_TRUE(BitEqual(t, Sentinel()));
   }
 }
@@ -709,9 +762,9 @@ TEST(ModelToLocal, BadRootTransformIsRejected) {
   for (const Transform& root : bad_roots) {
     LocalPose local(2, Sentinel());
     ModelToLocalJob job{.skeleton = &skeleton,
-                        .model = model,
+                        .input = model,
                         .root = root,
-                        .local = absl::MakeSpan(local)};
+                        .output = absl::MakeSpan(local)};
     ExpectInvalid(job.Run(), {"model_to_local.root"});
     for (const Transform& t : local) EXPECT_TRUE(BitEqual(t, Sentinel()));
   }
@@ -725,10 +778,10 @@ TEST(ModelToLocal, ZeroScaleOnParentJointIsRejected) {
       model[1].scale[axis] = zero;
       LocalPose local(4, Sentinel());
       ModelToLocalJob job{.skeleton = &skeleton,
-                          .model = model,
-                          .local = absl::MakeSpan(local)};
+                          .input = model,
+                          .output = absl::MakeSpan(local)};
       ExpectInvalid(job.Run(),
-                    {"model_to_local.model[1] 'j1'", "zero component"});
+                    {"model_to_local.input[1] 'j1'", "zero component"});
       for (const Transform& t : local) EXPECT_TRUE(BitEqual(t, Sentinel()));
     }
   }
@@ -746,7 +799,7 @@ TEST(ModelToLocal, ZeroScaleOnLeafJointIsAllowed) {
   model[3].scale = Eigen::Vector3f(0, 2, 0);  // leaf
   LocalPose local(4);
   ModelToLocalJob job{
-      .skeleton = &skeleton, .model = model, .local = absl::MakeSpan(local)};
+      .skeleton = &skeleton, .input = model, .output = absl::MakeSpan(local)};
   ASSERT_TRUE(job.Run().ok());
   EXPECT_EQ(local[2].scale, Eigen::Vector3f::Zero());
   EXPECT_EQ(local[2].translation, Eigen::Vector3f(0, 1, 0));
@@ -764,9 +817,9 @@ TEST(ModelToLocal, InvertsLocalToModelOnRandomPosesWithUniformScales) {
     const ModelPose model = Fk(skeleton, local, root);
     LocalPose back(120);
     ModelToLocalJob job{.skeleton = &skeleton,
-                        .model = model,
+                        .input = model,
                         .root = root,
-                        .local = absl::MakeSpan(back)};
+                        .output = absl::MakeSpan(back)};
     ASSERT_TRUE(job.Run().ok()) << job.Validate();
     for (int j = 0; j < 120; ++j) {
       EXPECT_LT(
@@ -797,7 +850,7 @@ TEST(ModelToLocal, InvertsLocalToModelUnderNonUniformScale) {
   const ModelPose model = Fk(skeleton, local);
   LocalPose back(60);
   ModelToLocalJob job{
-      .skeleton = &skeleton, .model = model, .local = absl::MakeSpan(back)};
+      .skeleton = &skeleton, .input = model, .output = absl::MakeSpan(back)};
   ASSERT_TRUE(job.Run().ok());
   for (int j = 0; j < 60; ++j) {
     EXPECT_LT(
@@ -826,9 +879,9 @@ TEST(ModelToLocal, LocalTimesParentMatrixGivesBackModelMatrix) {
   const Transform root = rng.UniformScaleTransform(0.5f, 2.0f);
   LocalPose local(40);
   ModelToLocalJob job{.skeleton = &skeleton,
-                      .model = model,
+                      .input = model,
                       .root = root,
-                      .local = absl::MakeSpan(local)};
+                      .output = absl::MakeSpan(local)};
   ASSERT_TRUE(job.Run().ok());
   for (int j = 0; j < 40; ++j) {
     const int p = skeleton.parent(j);

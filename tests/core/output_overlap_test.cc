@@ -145,7 +145,7 @@ Arm LeftArm(const Walk& w) {
   const LocalPose rest = RestPose(s);
   arm.model.resize(w.n());
   const LocalToModelJob fk{
-      .skeleton = &s, .local = rest, .model = absl::MakeSpan(arm.model)};
+      .skeleton = &s, .input = rest, .output = absl::MakeSpan(arm.model)};
   EXPECT_TRUE(fk.Run().ok());
   arm.hand = arm.model[arm.chain.back()].translation +
              Eigen::Vector3f(1.0f, -2.0f, 1.0f);
@@ -169,14 +169,15 @@ absl::Status RunChain(const Walk& w, absl::Span<const Transform> in,
 absl::Status RunTwoBone(const Walk& w, absl::Span<const Transform> in,
                         absl::Span<Transform> out) {
   const Arm arm = LeftArm(w);
-  return TwoBoneIkJob{.skeleton = &w.skeleton(),
-                      .local = in,
-                      .model = arm.model,
-                      .start_joint = arm.chain[0],
-                      .mid_joint = arm.chain[1],
-                      .end_joint = arm.chain[2],
-                      .target = arm.hand,
-                      .output = out}
+  return TwoBoneIkJob{
+      .skeleton = &w.skeleton(),
+      .input = in,
+      .parent_model = arm.model[w.skeleton().parent(arm.chain[0])],
+      .start_joint = arm.chain[0],
+      .mid_joint = arm.chain[1],
+      .end_joint = arm.chain[2],
+      .target = arm.hand,
+      .output = out}
       .Run();
 }
 
@@ -184,8 +185,8 @@ absl::Status RunAim(const Walk& w, absl::Span<const Transform> in,
                     absl::Span<Transform> out) {
   const Arm arm = LeftArm(w);
   return AimIkJob{.skeleton = &w.skeleton(),
-                  .local = in,
-                  .model = arm.model,
+                  .input = in,
+                  .parent_model = arm.model[w.skeleton().parent(arm.chain[0])],
                   .joint = arm.chain[0],
                   .target = arm.hand + Eigen::Vector3f(5.0f, 0.0f, 0.0f),
                   .output = out}
@@ -258,8 +259,8 @@ const Case kCases[] = {
     {"fabrik_ik", RunChain<FabrikIkJob>,
      "fabrik_ik.output: overlaps fabrik_ik.input"},
     {"two_bone_ik", RunTwoBone,
-     "two_bone_ik.output: overlaps two_bone_ik.local"},
-    {"aim_ik", RunAim, "aim_ik.output: overlaps aim_ik.local"},
+     "two_bone_ik.output: overlaps two_bone_ik.input"},
+    {"aim_ik", RunAim, "aim_ik.output: overlaps aim_ik.input"},
     {"full_body_ccd", RunFullBodyCcd,
      "full_body_ccd.output: overlaps full_body_ccd.input"},
     {"full_body_biped_ik", RunFullBodyBiped,
@@ -291,19 +292,19 @@ TEST(OutputOverlap, ConversionsTakeNoOverlapAtAll) {
     SCOPED_TRACE(shift);
     Buffer b(walk.skeleton(), shift);
     const LocalToModelJob fk{
-        .skeleton = &walk.skeleton(), .local = b.input(), .model = b.output()};
+        .skeleton = &walk.skeleton(), .input = b.input(), .output = b.output()};
     const absl::Status to_model = fk.Run();
     EXPECT_EQ(to_model.code(), absl::StatusCode::kInvalidArgument) << to_model;
     EXPECT_THAT(to_model.message(),
-                HasSubstr("local_to_model.model: shares memory with "
-                          "local_to_model.local"));
+                HasSubstr("local_to_model.output: shares memory with "
+                          "local_to_model.input"));
     const ModelToLocalJob ik{
-        .skeleton = &walk.skeleton(), .model = b.input(), .local = b.output()};
+        .skeleton = &walk.skeleton(), .input = b.input(), .output = b.output()};
     const absl::Status to_local = ik.Run();
     EXPECT_EQ(to_local.code(), absl::StatusCode::kInvalidArgument) << to_local;
     EXPECT_THAT(to_local.message(),
-                HasSubstr("model_to_local.local: shares memory with "
-                          "model_to_local.model"));
+                HasSubstr("model_to_local.output: shares memory with "
+                          "model_to_local.input"));
     EXPECT_TRUE(b.Unchanged());
   }
 }

@@ -152,19 +152,17 @@ struct Solved {
 // Runs the job on `limb` with the given settings; start/mid/end and the spans
 // are filled in here.
 Solved Solve(const Limb& limb, TwoBoneIkJob job) {
-  std::vector<Transform> model(limb.local.size());
-  LocalToModelJob fk{.skeleton = &limb.skeleton,
-                     .local = limb.local,
-                     .model = absl::MakeSpan(model)};
-  EXPECT_TRUE(fk.Run().ok());
   Solved out;
   out.pose.assign(limb.local.size(), Transform());
   job.skeleton = &limb.skeleton;
-  job.local = limb.local;
-  job.model = model;
+  job.input = limb.local;
   if (job.start_joint < 0) job.start_joint = kStart;
   if (job.mid_joint < 0) job.mid_joint = kMid;
   if (job.end_joint < 0) job.end_joint = kEnd;
+  if (job.start_joint < limb.skeleton.num_joints()) {
+    job.parent_model =
+        ParentModelTransformOrRoot(limb.skeleton, limb.local, job.start_joint);
+  }
   job.output = absl::MakeSpan(out.pose);
   job.result = &out.result;
   out.status = job.Run();
@@ -455,24 +453,19 @@ TEST(TwoBoneIkTest, TwoBoneIk_WeightZeroReturnsInputBitForBit) {
   EXPECT_FALSE(s.result.reached);
   // Also in place, with stretch and an end rotation that weight 0 disables.
   std::vector<Transform> pose = limb.local;
-  std::vector<Transform> model(pose.size());
-  ASSERT_TRUE((LocalToModelJob{.skeleton = &limb.skeleton,
-                               .local = pose,
-                               .model = absl::MakeSpan(model)})
-                  .Run()
-                  .ok());
-  TwoBoneIkJob job{.skeleton = &limb.skeleton,
-                   .local = pose,
-                   .model = model,
-                   .start_joint = kStart,
-                   .mid_joint = kMid,
-                   .end_joint = kEnd,
-                   .target = {5, 5, 5},
-                   .end_rotation = AxisAngle(1.0f, {1, 0, 0}),
-                   .weight = 0.0f,
-                   .stretch = true,
-                   .max_stretch = 3.0f,
-                   .output = absl::MakeSpan(pose)};
+  TwoBoneIkJob job{
+      .skeleton = &limb.skeleton,
+      .input = pose,
+      .parent_model = ParentModelTransformOrRoot(limb.skeleton, pose, kStart),
+      .start_joint = kStart,
+      .mid_joint = kMid,
+      .end_joint = kEnd,
+      .target = {5, 5, 5},
+      .end_rotation = AxisAngle(1.0f, {1, 0, 0}),
+      .weight = 0.0f,
+      .stretch = true,
+      .max_stretch = 3.0f,
+      .output = absl::MakeSpan(pose)};
   ASSERT_TRUE(job.Run().ok());
   EXPECT_TRUE(BitEqual(pose, limb.local));
 }
@@ -883,11 +876,9 @@ TEST(TwoBoneIkTest, TwoBoneIk_InvalidInputIsRejectedNamingTheField) {
   // A NaN in a chain joint's local transform names the joint.
   Limb bad = MakeLimb();
   bad.local[kMid].translation.x() = nan;
-  std::vector<Transform> model(bad.local.size());
   std::vector<Transform> out(bad.local.size());
   TwoBoneIkJob job{.skeleton = &bad.skeleton,
-                   .local = bad.local,
-                   .model = model,
+                   .input = bad.local,
                    .start_joint = kStart,
                    .mid_joint = kMid,
                    .end_joint = kEnd,
@@ -895,9 +886,9 @@ TEST(TwoBoneIkTest, TwoBoneIk_InvalidInputIsRejectedNamingTheField) {
   absl::Status status = job.Run();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
-              HasSubstr("two_bone_ik.local[2] 'lower'"));
+              HasSubstr("two_bone_ik.input[2] 'lower'"));
   // Size mismatch.
-  job.local = absl::MakeConstSpan(bad.local).subspan(0, 3);
+  job.input = absl::MakeConstSpan(bad.local).subspan(0, 3);
   EXPECT_EQ(job.Run().code(), absl::StatusCode::kInvalidArgument);
   job.skeleton = nullptr;
   EXPECT_EQ(job.Run().code(), absl::StatusCode::kInvalidArgument);
@@ -911,13 +902,13 @@ TEST(TwoBoneIkTest, TwoBoneIk_InvalidTransformsTheSolveReadsAreNamed) {
   const Limb limb = MakeLimb();
   std::vector<Transform> model(limb.local.size());
   LocalToModelJob fk{.skeleton = &limb.skeleton,
-                     .local = limb.local,
-                     .model = absl::MakeSpan(model)};
+                     .input = limb.local,
+                     .output = absl::MakeSpan(model)};
   ASSERT_TRUE(fk.Run().ok());
   std::vector<Transform> out(limb.local.size());
   TwoBoneIkJob job{.skeleton = &limb.skeleton,
-                   .local = limb.local,
-                   .model = model,
+                   .input = limb.local,
+                   .parent_model = model[kRoot],
                    .start_joint = kStart,
                    .mid_joint = kMid,
                    .end_joint = kEnd,
@@ -925,35 +916,33 @@ TEST(TwoBoneIkTest, TwoBoneIk_InvalidTransformsTheSolveReadsAreNamed) {
                    .output = absl::MakeSpan(out)};
   ASSERT_TRUE(job.Run().ok());
 
-  std::vector<Transform> bad_model = model;
-  bad_model[kRoot].scale.y() = nan;
-  job.model = bad_model;
+  job.parent_model.scale.y() = nan;
   absl::Status status = job.Run();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
-              HasSubstr("two_bone_ik.model[0] 'root'"));
-  job.model = model;
+              HasSubstr("two_bone_ik.parent_model[0] 'root'"));
+  job.parent_model = model[kRoot];
 
   std::vector<Transform> bad_local = limb.local;
   bad_local[kEnd].rotation.coeffs() *= 1.01f;  // not a unit quaternion
-  job.local = bad_local;
+  job.input = bad_local;
   status = job.Run();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
-              HasSubstr("two_bone_ik.local[3] 'hand'"));
+              HasSubstr("two_bone_ik.input[3] 'hand'"));
 
   // Chain upper -> hand with `lower` in between as a twist bone: its
   // transform is read too.
   bad_local = limb.local;
   bad_local[kMid].translation.z() = nan;
-  job.local = bad_local;
+  job.input = bad_local;
   job.mid_joint = kEnd;
   job.end_joint = kFinger;
   status = job.Run();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
-              HasSubstr("two_bone_ik.local[2] 'lower'"));
-  job.local = limb.local;
+              HasSubstr("two_bone_ik.input[2] 'lower'"));
+  job.input = limb.local;
   EXPECT_TRUE(job.Run().ok());
 }
 
@@ -979,16 +968,10 @@ TEST(TwoBoneIkTest, TwoBoneIk_RerunsAreBitIdenticalInPlaceOrNot) {
   }
   // In place.
   std::vector<Transform> pose = limb.local;
-  std::vector<Transform> model(pose.size());
-  ASSERT_TRUE((LocalToModelJob{.skeleton = &limb.skeleton,
-                               .local = pose,
-                               .model = absl::MakeSpan(model)})
-                  .Run()
-                  .ok());
   TwoBoneIkJob job = params;
   job.skeleton = &limb.skeleton;
-  job.local = pose;
-  job.model = model;
+  job.input = pose;
+  job.parent_model = ParentModelTransformOrRoot(limb.skeleton, pose, kStart);
   job.start_joint = kStart;
   job.mid_joint = kMid;
   job.end_joint = kEnd;
@@ -1063,15 +1046,15 @@ TEST(TwoBoneIkTest, TwoBoneIk_CmuWalkLimbsSolveFromRestPose) {
       }
       std::vector<Transform> model(input.size());
       ASSERT_TRUE((LocalToModelJob{.skeleton = &skeleton,
-                                   .local = input,
-                                   .model = absl::MakeSpan(model)})
+                                   .input = input,
+                                   .output = absl::MakeSpan(model)})
                       .Run()
                       .ok());
       std::vector<Transform> output(input.size());
       TwoBoneIkResult result;
       TwoBoneIkJob job{.skeleton = &skeleton,
-                       .local = input,
-                       .model = model,
+                       .input = input,
+                       .parent_model = model[skeleton.parent(start)],
                        .start_joint = start,
                        .mid_joint = mid,
                        .end_joint = end,

@@ -96,8 +96,8 @@ TEST_F(IkServiceTest, TwoBoneIk_ReachesTheOtherFramesFootAndMatchesTheCore) {
   LocalPose expected = input;
   TwoBoneIkJob job;
   job.skeleton = &skeleton;
-  job.local = input;
-  job.model = now;
+  job.input = input;
+  job.parent_model = now[skeleton.parent(hip)];
   job.start_joint = hip;
   job.mid_joint = knee;
   job.end_joint = ankle;

@@ -93,8 +93,8 @@ TEST_F(MoreOpsTest, Aim_HeadLooksAtTheTargetLikeTheCore) {
   LocalPose expected = input;
   AimIkJob job;
   job.skeleton = &Walk().skeleton;
-  job.local = input;
-  job.model = model;
+  job.input = input;
+  job.parent_model = model[Walk().skeleton.parent(Joint("Head"))];
   job.joint = Joint("Head");
   job.target = target;
   job.forward = Eigen::Vector3f::UnitZ();

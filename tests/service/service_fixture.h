@@ -51,8 +51,8 @@ inline LocalPose SampleWalk(float time) {
 inline ModelPose Model(const LocalPose& local) {
   ModelPose model(local.size());
   LocalToModelJob job{.skeleton = &Walk().skeleton,
-                      .local = local,
-                      .model = absl::MakeSpan(model)};
+                      .input = local,
+                      .output = absl::MakeSpan(model)};
   EXPECT_TRUE(job.Run().ok());
   return model;
 }

@@ -214,8 +214,8 @@ TEST_P(SessionTest, MixedSkeletonsInOneFrame_EachCharacterGetsItsOwnPoses) {
     ASSERT_EQ(out.status().code(), 0) << c << ": " << out.status().message();
     ModelPose model(expected[c].size());
     const LocalToModelJob fk{.skeleton = skeletons[c],
-                             .local = expected[c],
-                             .model = absl::MakeSpan(model)};
+                             .input = expected[c],
+                             .output = absl::MakeSpan(model)};
     ASSERT_TRUE(fk.Run().ok());
     EXPECT_TRUE(BitIdentical(out.pose(), Packed(expected[c])))
         << "character " << c;

@@ -94,8 +94,8 @@ TEST_P(SolveTest, SampleClip_OverTheWireIsBitIdenticalToTheCore) {
 
   ModelPose model(expected.size());
   LocalToModelJob fk{.skeleton = &Walk().skeleton,
-                     .local = expected,
-                     .model = absl::MakeSpan(model)};
+                     .input = expected,
+                     .output = absl::MakeSpan(model)};
   ASSERT_TRUE(fk.Run().ok());
   EXPECT_TRUE(BitIdentical(Floats(out.model_pose()), Packed(model)));
   ASSERT_EQ(out.ops_size(), 1);

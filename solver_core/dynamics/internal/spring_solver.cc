@@ -54,8 +54,8 @@ void Solver::ComputeAnimatedPose() {
   const Skeleton& skel = *job_.skeleton;
   sc_.model.resize(skel.num_joints());
   LocalToModelJob{.skeleton = &skel,
-                  .local = job_.input,
-                  .model = absl::MakeSpan(sc_.model)}
+                  .input = job_.input,
+                  .output = absl::MakeSpan(sc_.model)}
       .RunUnchecked();
   const int n = rig_.num_particles();
   sc_.pose_cs.resize(n);

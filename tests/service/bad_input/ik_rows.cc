@@ -98,6 +98,39 @@ std::vector<BadInput> IkRows() {
         op->set_end_joint("j2");
       },
       StatusCode::OK, ""));
+  // Finite local scales whose product down the chain overflows: the model
+  // transform of the solved joint's parent is not finite. The core names it
+  // parent_model; the wire keeps naming it model[<parent>].
+  const struct {
+    const char* name;
+    const char* input;
+    int ancestor, parent;
+    void (*add_op)(v1::SolveRequest&);
+    const char* message;
+  } overflows[] = {
+      {"two_bone_parent_model_overflows",
+       "two_bone_ik with scale.x 1e30 on Hips and LHipJoint (LeftHip's parent)",
+       0, 1, [](v1::SolveRequest& r) { TwoBone(r); },
+       "characters[0].ops[0].two_bone_ik.model[1] 'LHipJoint': scale has a "
+       "NaN or infinite component"},
+      {"aim_parent_model_overflows",
+       "aim_ik with scale.x 1e30 on Hips and Neck (Head's parent)", 0, 15,
+       [](v1::SolveRequest& r) { Aim(r); },
+       "characters[0].ops[0].aim_ik.model[15] 'Neck': scale has a NaN or "
+       "infinite component"}};
+  for (const auto& o : overflows) {
+    add(SolveRow(
+        o.name, o.input,
+        [o](auto& r) {
+          std::vector<float> floats = WalkRest();
+          for (int j : {o.ancestor, o.parent}) {
+            floats[j * kFloatsPerJoint + kSx] = 1e30f;
+          }
+          SetPose(floats, Hero(r).mutable_pose());
+          o.add_op(r);
+        },
+        StatusCode::INVALID_ARGUMENT, o.message));
+  }
   add(SolveRow(
       "fabrik_zero_length_bone",
       "fabrik_ik chain Hips, LHipJoint, LeftHip (first bone of length 0)",

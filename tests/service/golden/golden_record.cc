@@ -392,8 +392,8 @@ class Recorder {
   ModelPose Model(const LocalPose& local) const {
     ModelPose model(local.size());
     LocalToModelJob job{.skeleton = &walk_.skeleton,
-                        .local = local,
-                        .model = absl::MakeSpan(model)};
+                        .input = local,
+                        .output = absl::MakeSpan(model)};
     if (!job.Run().ok()) std::abort();
     return model;
   }

@@ -47,7 +47,7 @@ CompiledOp Compile(const OpCompileInput& input) {
   auto target = CompileTarget(op.has_target(), op.target(),
                               absl::StrCat(input.field, ".target"));
   if (!target.ok()) return target.status();
-  auto settings = SettingsFromProto(input, op);
+  auto settings = SettingsFromProto<CcdIkJob>(input, op);
   if (!settings.ok()) return settings.status();
   auto fallback_axis = OptionalVec3(
       op.has_fallback_axis(), op.fallback_axis(), Eigen::Vector3f::UnitX(),
@@ -63,6 +63,7 @@ CompiledOp Compile(const OpCompileInput& input) {
   job.hinge_fallback = op.hinge_fallback();
   job.fallback_axis = *fallback_axis;
   job.nudge = op.nudge();
+  if (op.has_polish()) job.polish = op.polish();
   return std::make_unique<CcdIk>(
       job, *std::move(chain), *target, std::move(settings->limits),
       std::vector<float>(op.joint_weights().begin(), op.joint_weights().end()));

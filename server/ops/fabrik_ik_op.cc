@@ -49,7 +49,7 @@ CompiledOp Compile(const OpCompileInput& input) {
   auto target = CompileTarget(op.has_target(), op.target(),
                               absl::StrCat(input.field, ".target"));
   if (!target.ok()) return target.status();
-  auto settings = SettingsFromProto(input, op);
+  auto settings = SettingsFromProto<FabrikIkJob>(input, op);
   if (!settings.ok()) return settings.status();
   auto normal = OptionalVec3(op.has_plane_normal(), op.plane_normal(),
                              Eigen::Vector3f::Zero(),
@@ -65,6 +65,7 @@ CompiledOp Compile(const OpCompileInput& input) {
   if (op.has_weight()) job.weight = op.weight();
   if (op.has_over_relaxation()) job.over_relaxation = op.over_relaxation();
   job.plane_normal = *normal;
+  if (op.has_polish()) job.polish = op.polish();
   return std::make_unique<FabrikIk>(job, *std::move(chain), *target,
                                     std::move(settings->limits),
                                     std::move(planar));

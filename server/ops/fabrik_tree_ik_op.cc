@@ -69,7 +69,7 @@ CompiledOp Compile(const OpCompileInput& input) {
     if (e.has_pull()) effector.pull = e.pull();
     effectors.push_back(effector);
   }
-  auto settings = SettingsFromProto(input, op);
+  auto settings = SettingsFromProto<FabrikTreeIkJob>(input, op);
   if (!settings.ok()) return settings.status();
   FabrikTreeIkJob job;
   job.root = *root;

@@ -74,7 +74,7 @@ CompiledOp Compile(const OpCompileInput& input) {
     if (e.has_weight()) effector.weight = e.weight();
     effectors.push_back(effector);
   }
-  auto settings = SettingsFromProto(input, op);
+  auto settings = SettingsFromProto<FullBodyCcdJob>(input, op);
   if (!settings.ok()) return settings.status();
   auto translation = JointIndex(input.skeleton, op.translation_joint(),
                                 absl::StrCat(input.field, ".translation_joint"),

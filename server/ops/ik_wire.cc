@@ -69,9 +69,9 @@ absl::StatusOr<CompiledTarget> CompileTarget(bool has, const v1::Vec3& v,
   return target;
 }
 
-absl::StatusOr<int> Iterations(bool has, uint32_t value, int limit,
-                               absl::string_view field) {
-  if (!has) return std::min(kDefaultIterations, limit);
+absl::StatusOr<int> Iterations(bool has, uint32_t value, int fallback,
+                               int limit, absl::string_view field) {
+  if (!has) return std::min(fallback, limit);
   if (value > static_cast<uint32_t>(limit)) {
     return absl::ResourceExhaustedError(absl::StrCat(
         field, ": ", value, " iterations exceed this server's limit of ", limit,
@@ -81,6 +81,7 @@ absl::StatusOr<int> Iterations(bool has, uint32_t value, int limit,
 }
 
 absl::StatusOr<IkTolerance> ToleranceFromProto(const v1::Tolerance& proto,
+                                               const IkTolerance& fallback,
                                                absl::string_view field) {
   IkTolerance tolerance;
   switch (proto.tolerance_case()) {
@@ -91,7 +92,12 @@ absl::StatusOr<IkTolerance> ToleranceFromProto(const v1::Tolerance& proto,
       tolerance.value = proto.relative_to_skeleton();
       tolerance.relative_to_skeleton = true;
       break;
+    case v1::Tolerance::kRelativeToChain:
+      tolerance.value = proto.relative_to_chain();
+      tolerance.relative_to_chain = true;
+      break;
     case v1::Tolerance::TOLERANCE_NOT_SET:
+      tolerance = fallback;
       break;
   }
   if (absl::Status s = ValidateTolerance(tolerance, field); !s.ok()) return s;

@@ -18,9 +18,6 @@
 
 namespace posewire::server {
 
-// The iteration count when an op sends none (capped by the server's limit).
-inline constexpr int kDefaultIterations = 20;
-
 // A required vector: unset is an error, since a default target would be a
 // silently wrong pose.
 absl::StatusOr<Eigen::Vector3f> RequiredVec3(bool has, const v1::Vec3& v,
@@ -43,12 +40,15 @@ struct CompiledTarget {
 absl::StatusOr<CompiledTarget> CompileTarget(bool has, const v1::Vec3& v,
                                              absl::string_view field);
 
-// `value` iterations when `has`, else the default; RESOURCE_EXHAUSTED naming
-// the GetInfo limit above `limit`.
-absl::StatusOr<int> Iterations(bool has, uint32_t value, int limit,
-                               absl::string_view field);
+// `value` iterations when `has`, else `fallback` (the solver's own default)
+// capped at `limit`; RESOURCE_EXHAUSTED naming the GetInfo limit when a
+// value sent is above `limit`.
+absl::StatusOr<int> Iterations(bool has, uint32_t value, int fallback,
+                               int limit, absl::string_view field);
 
+// The tolerance sent, or `fallback` (the solver's own default) when none is.
 absl::StatusOr<IkTolerance> ToleranceFromProto(const v1::Tolerance& proto,
+                                               const IkTolerance& fallback,
                                                absl::string_view field);
 
 absl::StatusOr<std::vector<int>> ChainFromProto(
@@ -64,23 +64,27 @@ absl::StatusOr<std::vector<JointLimit>> LimitsFromProto(
     absl::string_view field);
 
 // What every iterative solver op shares: the iteration cap, tolerance and
-// joint limits.
+// joint limits. Unset fields take the core job's defaults (`Job`'s
+// max_iterations and tolerance), so a client that sends only the required
+// fields gets exactly the core's default solve.
 struct SolverSettings {
   int iterations = 0;
   IkTolerance tolerance;
   std::vector<JointLimit> limits;
 };
 
-template <typename Op>
+template <typename Job, typename Op>
 absl::StatusOr<SolverSettings> SettingsFromProto(const OpCompileInput& input,
                                                  const Op& op) {
   SolverSettings settings;
-  auto iterations = Iterations(op.has_max_iterations(), op.max_iterations(),
-                               input.limits.max_solver_iterations,
-                               absl::StrCat(input.field, ".max_iterations"));
+  const Job defaults;
+  auto iterations =
+      Iterations(op.has_max_iterations(), op.max_iterations(),
+                 defaults.max_iterations, input.limits.max_solver_iterations,
+                 absl::StrCat(input.field, ".max_iterations"));
   if (!iterations.ok()) return iterations.status();
   settings.iterations = *iterations;
-  auto tolerance = ToleranceFromProto(op.tolerance(),
+  auto tolerance = ToleranceFromProto(op.tolerance(), defaults.tolerance,
                                       absl::StrCat(input.field, ".tolerance"));
   if (!tolerance.ok()) return tolerance.status();
   settings.tolerance = *tolerance;

@@ -15,6 +15,14 @@ constexpr float kPi = static_cast<float>(EIGEN_PI);
 // Effector and target directions closer than this (sine of the angle) are
 // treated as collinear: CCD's rotation axis is then noise.
 constexpr float kCollinearSine = 1e-4f;
+// Sweeps before a slow one hands over to the polish, and what counts as
+// slow: a sweep that leaves more than this fraction of the previous sweep's
+// error (squared: half the distance).
+constexpr int kMinSweeps = 3;
+constexpr float kSlowSweep2 = 0.25f;
+// A round of sweeps and polish that leaves more than this fraction of the
+// squared error it started from has stalled.
+constexpr float kRoundGain2 = 0.98f;
 
 Eigen::Quaternionf Normalized(const Eigen::Quaternionf& q) {
   return Eigen::Quaternionf(q.coeffs() * (1.0f / q.coeffs().norm()));
@@ -109,9 +117,14 @@ inline void GeneralPlainStep(const Eigen::Vector3f& p,
 // Sweeps for the common case (every joint at full weight, no limit, no step
 // cap, no fallback): PlainStep at every joint on the chain's raw arrays,
 // forward kinematics once per sweep; over-relaxed by up to `relax` from the
-// second sweep on (ccd_ik.h). Returns the sweeps used.
+// second sweep on (ccd_ik.h). `first_sweep`: sweeps run before (for the
+// incremental variant). Returns early, after a sweep that left more than
+// `slow2` of the previous one's squared error (0: never), the solve's cue
+// for the polish. Returns the sweeps used; the chain's model transforms are
+// stale.
 int PlainSweeps(IkChain& c, const Eigen::Vector3f& target, float tol2,
-                int max_iterations, bool incremental, float relax) {
+                int max_iterations, int first_sweep, bool incremental,
+                float relax, float slow2) {
   const int n = c.size();
   const int tip = n - 1;
   const Transform* model = c.models();
@@ -126,7 +139,7 @@ int PlainSweeps(IkChain& c, const Eigen::Vector3f& target, float tol2,
     // incrementally, and everything is refreshed here.
     if (it > 0) c.UpdateModel(0);
     Eigen::Vector3f tip_pos = model[tip].translation;
-    const int first = incremental ? std::max(0, n - 3 - it) : 0;
+    const int first = incremental ? std::max(0, n - 3 - (first_sweep + it)) : 0;
     if (relax > 0.0f) {
       for (int i = first; i < tip; ++i) before[i] = local[i].rotation;
     }
@@ -141,10 +154,12 @@ int PlainSweeps(IkChain& c, const Eigen::Vector3f& target, float tol2,
       }
       if ((target - tip_pos).squaredNorm() <= tol2) return it + 1;
     }
+    const float e2 = (target - tip_pos).squaredNorm();
+    if (slow2 > 0.0f && it >= kMinSweeps - 1 && e2 > slow2 * last_e2) {
+      return it + 1;
+    }
     if (relax > 0.0f) {
-      const float e2 = (target - tip_pos).squaredNorm();
       const float b = relaxation.Factor(e2, last_e2);
-      last_e2 = e2;
       if (it >= 1 && it + 1 < max_iterations && b > 0.0f) {
         // Each joint's turn in this sweep, extended b times along the
         // quaternion chord: nlerp from now past itself, away from before
@@ -155,6 +170,100 @@ int PlainSweeps(IkChain& c, const Eigen::Vector3f& target, float tol2,
         }
       }
     }
+    last_e2 = e2;
+  }
+  return max_iterations;
+}
+
+// What the general sweeps and the polish read of a job, per chain node
+// (the tip's entries unused).
+struct ChainSettings {
+  absl::InlinedVector<float, 16> weight;
+  absl::InlinedVector<const JointLimit*, 16> limit;
+  const LimitNudge* nudge = nullptr;
+  bool hinge_fallback = false;
+  Eigen::Vector3f fallback = Eigen::Vector3f::UnitX();
+  float max_step_angle = 0.0f;
+  bool incremental = false;
+};
+
+// Sweeps with every option (weights, limits, step cap, fallback, nudge).
+// Same contract as PlainSweeps, but leaves the chain's model transforms up
+// to date but for the descendants of the last joint turned.
+int GeneralSweeps(IkChain& c, const ChainSettings& s,
+                  const Eigen::Vector3f& target, float tol2, int max_iterations,
+                  int first_sweep, float slow2) {
+  const int n = c.size();
+  const int tip = n - 1;
+  const bool plain_steps = s.max_step_angle == 0.0f;
+  float last_e2 = 0.0f;
+  for (int it = 0; it < max_iterations; ++it) {
+    // Each sweep goes tip to root, so a joint's own transform and its
+    // ancestors' stay valid within the sweep; only the effector is tracked
+    // incrementally and refreshed here.
+    c.UpdateModel(0);
+    Eigen::Vector3f tip_pos = c.position(tip);
+    const int first =
+        s.incremental ? std::max(0, n - 3 - (first_sweep + it)) : 0;
+    for (int i = tip - 1; i >= first; --i) {
+      const float wi = s.weight[i];
+      if (wi == 0.0f) continue;
+      const Eigen::Vector3f p = c.position(i);
+      const Eigen::Quaternionf r = c.rotation(i);
+      const Eigen::Vector3f to_effector = tip_pos - p;
+      const Eigen::Vector3f to_goal = target - p;
+      const JointLimit* limit = s.limit[i];
+      const bool fixed_axis =
+          s.hinge_fallback && i > 0 && Collinear(to_effector, to_goal);
+      if (wi == 1.0f && limit == nullptr && !fixed_axis && plain_steps) {
+        Eigen::Quaternionf solved;
+        if (!PlainStep(p, r, c.parent_rotation(i), target, &tip_pos, &solved)) {
+          GeneralPlainStep(p, r, c.parent_rotation(i), target, &tip_pos,
+                           &solved);
+        }
+        c.set_local_rotation(i, solved);
+        if ((target - tip_pos).squaredNorm() <= tol2) return it + 1;
+        continue;
+      }
+
+      Eigen::Quaternionf step;
+      if (fixed_axis) {
+        const Eigen::Vector3f local_axis =
+            limit != nullptr && limit->type == JointLimitType::kHinge
+                ? limit->axis
+                : s.fallback;
+        const Eigen::Vector3f& parent_pos = c.position(i - 1);
+        step = FixedAxisStep((r * local_axis).normalized(), p - parent_pos,
+                             to_effector, (target - parent_pos).norm());
+      } else {
+        step = FromToRotation(to_effector, to_goal);
+      }
+      if (wi < 1.0f) {
+        step = Slerp(Eigen::Quaternionf::Identity(), step, wi);
+      }
+      if (s.max_step_angle > 0.0f) {
+        step = ClampRotationAngle(step, s.max_step_angle);
+      }
+      Eigen::Quaternionf r_new = step * r;
+      if (limit != nullptr) {
+        const Eigen::Quaternionf rp = c.parent_rotation(i);
+        const Eigen::Quaternionf local = ApplyJointLimit(
+            *limit, Normalized(rp.conjugate() * r_new), s.nudge);
+        c.set_local_rotation(i, local);
+        r_new = Normalized(rp * local);
+        c.set_model_rotation(i, r_new);
+        step = r_new * r.conjugate();
+      } else {
+        c.SetModelRotation(i, r_new);
+      }
+      tip_pos = p + step * (tip_pos - p);
+      if ((target - tip_pos).squaredNorm() <= tol2) return it + 1;
+    }
+    const float e2 = (target - tip_pos).squaredNorm();
+    if (slow2 > 0.0f && it >= kMinSweeps - 1 && e2 > slow2 * last_e2) {
+      return it + 1;
+    }
+    last_e2 = e2;
   }
   return max_iterations;
 }
@@ -250,7 +359,7 @@ absl::Status CcdIkJob::Run() const {
   c.GatherChain(*skeleton, input, chain);
   const int n = c.size();
   const int tip = n - 1;
-  const float tol = ResolveTolerance(tolerance, *skeleton);
+  const float tol = ResolveTolerance(tolerance, *skeleton, c.total_length());
   const float w = ClampWeight(weight);
   IkResult res;
 
@@ -277,28 +386,34 @@ absl::Status CcdIkJob::Run() const {
   }
   if (any_limit) c.UpdateModel(0);
 
-  const LimitNudge* nudge_ptr = nudge ? &nudge_params : nullptr;
-  // Only the hinge fallback reads it: no square root and division otherwise.
-  const Eigen::Vector3f fallback =
-      hinge_fallback ? fallback_axis.normalized() : Eigen::Vector3f::UnitX();
-  Eigen::Vector3f tip_pos = c.position(tip);
-  // Squared distances inside the loop: no square root per step.
+  // Squared distances inside the loops: no square root per step.
   const float tol2 = tol * tol;
-  float err2 = (target - tip_pos).squaredNorm();
+  float err2 = (target - c.position(tip)).squaredNorm();
   const Eigen::Vector3f root = c.position(0);
   const float reach = (target - root).norm();
 
   if (err2 > tol2 && max_iterations > 0) {
+    ChainSettings s;
+    s.weight.resize(n, 1.0f);
+    s.limit.resize(n, nullptr);
     // A joint frozen by a zero weight cannot take part in straightening;
     // plain solves (every joint at full weight, nothing else set) take
     // PlainSweeps.
     bool all_move = true;
     bool all_full = true;
     for (int i = 0; i < tip; ++i) {
-      all_move &= joint_weights.empty() || joint_weights[i] > 0.0f;
-      all_full &=
-          joint_weights.empty() || ClampWeight(joint_weights[i]) == 1.0f;
+      if (!joint_weights.empty()) s.weight[i] = ClampWeight(joint_weights[i]);
+      s.limit[i] = FindJointLimit(limits, chain[i]);
+      all_move &= s.weight[i] > 0.0f;
+      all_full &= s.weight[i] == 1.0f;
     }
+    s.nudge = nudge ? &nudge_params : nullptr;
+    s.hinge_fallback = hinge_fallback;
+    // Only the hinge fallback reads it: no square root and division
+    // otherwise.
+    if (hinge_fallback) s.fallback = fallback_axis.normalized();
+    s.max_step_angle = max_step_angle;
+    s.incremental = incremental;
     const bool plain =
         all_full && !any_limit && max_step_angle == 0.0f && !hinge_fallback;
     if (!any_limit && max_step_angle == 0.0f && all_move &&
@@ -314,87 +429,28 @@ absl::Status CcdIkJob::Run() const {
       }
       c.AlignChainTo(line);
       res.iterations = 1;
-    } else if (plain) {
-      res.iterations = PlainSweeps(c, target, tol2, max_iterations, incremental,
-                                   over_relaxation);
     } else {
-      const bool plain_steps = max_step_angle == 0.0f;
-      bool done = false;
-      for (int it = 0; it < max_iterations && !done; ++it) {
-        res.iterations = it + 1;
-        if (it > 0) {
-          // Each sweep goes tip to root, so a joint's own transform and its
-          // ancestors' stay valid within the sweep; only the effector is
-          // tracked incrementally and refreshed here.
-          c.UpdateModel(0);
-          tip_pos = c.position(tip);
-        }
-        const int first = incremental ? std::max(0, n - 3 - it) : 0;
-        for (int i = tip - 1; i >= first; --i) {
-          const float wi =
-              joint_weights.empty() ? 1.0f : ClampWeight(joint_weights[i]);
-          if (wi == 0.0f) continue;
-          const Eigen::Vector3f p = c.position(i);
-          const Eigen::Quaternionf r = c.rotation(i);
-          const Eigen::Vector3f to_effector = tip_pos - p;
-          const Eigen::Vector3f to_goal = target - p;
-          const JointLimit* limit = FindJointLimit(limits, chain[i]);
-          const bool fixed_axis =
-              hinge_fallback && i > 0 && Collinear(to_effector, to_goal);
-          if (wi == 1.0f && limit == nullptr && !fixed_axis && plain_steps) {
-            Eigen::Quaternionf solved;
-            if (!PlainStep(p, r, c.parent_rotation(i), target, &tip_pos,
-                           &solved)) {
-              GeneralPlainStep(p, r, c.parent_rotation(i), target, &tip_pos,
-                               &solved);
-            }
-            c.set_local_rotation(i, solved);
-            err2 = (target - tip_pos).squaredNorm();
-            if (err2 <= tol2) {
-              done = true;
-              break;
-            }
-            continue;
-          }
-
-          Eigen::Quaternionf step;
-          if (fixed_axis) {
-            const Eigen::Vector3f local_axis =
-                limit != nullptr && limit->type == JointLimitType::kHinge
-                    ? limit->axis
-                    : fallback;
-            const Eigen::Vector3f& parent_pos = c.position(i - 1);
-            step = FixedAxisStep((r * local_axis).normalized(), p - parent_pos,
-                                 to_effector, (target - parent_pos).norm());
-          } else {
-            step = FromToRotation(to_effector, to_goal);
-          }
-          if (wi < 1.0f) {
-            step = Slerp(Eigen::Quaternionf::Identity(), step, wi);
-          }
-          if (max_step_angle > 0.0f) {
-            step = ClampRotationAngle(step, max_step_angle);
-          }
-          Eigen::Quaternionf r_new = step * r;
-          if (limit != nullptr) {
-            const Eigen::Quaternionf rp = c.parent_rotation(i);
-            const Eigen::Quaternionf local = ApplyJointLimit(
-                *limit, Normalized(rp.conjugate() * r_new), nudge_ptr);
-            c.set_local_rotation(i, local);
-            r_new = Normalized(rp * local);
-            c.set_model_rotation(i, r_new);
-            step = r_new * r.conjugate();
-          } else {
-            c.SetModelRotation(i, r_new);
-          }
-          tip_pos = p + step * (tip_pos - p);
-          err2 = (target - tip_pos).squaredNorm();
-          if (err2 <= tol2) {
-            done = true;
-            break;
-          }
-        }
+      // Rounds of sweeps, each handing over to the polish when a sweep is
+      // slow, until within the tolerance, at the cap, or a round that gains
+      // nothing.
+      const float slow2 = polish ? kSlowSweep2 : 0.0f;
+      int used = 0;
+      while (true) {
+        const float round_start = err2;
+        used += plain ? PlainSweeps(c, target, tol2, max_iterations - used,
+                                    used, incremental, over_relaxation, slow2)
+                      : GeneralSweeps(c, s, target, tol2, max_iterations - used,
+                                      used, slow2);
+        if (!polish) break;
+        c.UpdateModel(0);
+        err2 = (target - c.position(tip)).squaredNorm();
+        if (err2 <= tol2 || used >= max_iterations) break;
+        used += PolishChain(c, s.weight, s.limit, max_step_angle, target, tol2,
+                            max_iterations - used, &err2);
+        if (err2 <= tol2 || used >= max_iterations) break;
+        if (!(err2 < kRoundGain2 * round_start)) break;
       }
+      res.iterations = used;
     }
   }
 

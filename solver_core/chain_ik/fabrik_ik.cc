@@ -19,6 +19,11 @@ using NodeVector = absl::InlinedVector<T, 16>;
 // Directions within this sine of each other count as collinear for the
 // singularity test.
 constexpr float kCollinearSine = 1e-4f;
+// Iterations before a slow one hands over to the closing step, and what
+// counts as slow: an iteration that leaves more than this fraction of the
+// previous one's squared error (half the distance).
+constexpr int kMinIterations = 3;
+constexpr float kSlowIteration2 = 0.25f;
 
 Eigen::Quaternionf Normalized(const Eigen::Quaternionf& q) {
   return Eigen::Quaternionf(q.coeffs() * (1.0f / q.coeffs().norm()));
@@ -66,6 +71,8 @@ struct Problem {
   // which reads none of the per-node tables above, so they are left empty
   // (filling them was a measurable part of a short solve).
   bool plain_chain = false;
+  // FabrikIkJob::polish (false for trees).
+  bool polish = false;
 
   int num_children(int i) const { return child_begin[i + 1] - child_begin[i]; }
 };
@@ -155,6 +162,10 @@ class FabrikSolver {
       for (int i = 0; i < n; ++i) best[i] = c_.local(i).rotation;
     }
     int iterations = 0;
+    // The closing step takes over from slow iterations (fabrik_ik.h): plain
+    // chains only.
+    const bool polish = fast_ && pb_.polish;
+    bool slow = false;
     // LargestError2() after the previous iteration (over-relaxation: every
     // iteration that gets there had a nonzero error).
     float last_e2 = 0.0f;
@@ -188,6 +199,11 @@ class FabrikSolver {
       }
       const float e2 = LargestError2();
       if (e2 <= tolerance2_) break;
+      if (polish && it >= kMinIterations - 1 &&
+          e2 > kSlowIteration2 * last_e2) {
+        slow = true;
+        break;
+      }
       // Extend the move (not after the first iteration; see fabrik_ik.h),
       // only when another iteration follows, so the answer is never an
       // extended pose.
@@ -203,6 +219,11 @@ class FabrikSolver {
       c_.UpdateModel(0);
     } else {
       c_.AlignChainTo(p_);
+    }
+    if (slow && iterations < pb_.max_iterations) {
+      float err2 = (goals_[0] - c_.position(n - 1)).squaredNorm();
+      iterations += PolishChain(c_, {}, {}, 0.0f, goals_[0], tolerance2_,
+                                pb_.max_iterations - iterations, &err2);
     }
     return iterations;
   }
@@ -261,7 +282,8 @@ class FabrikSolver {
 
   // Tip to root: tips on their targets, every other joint slid along the
   // line to its (moved) child to restore the bone length; at a sub-base the
-  // pull-weighted centroid of what each branch asks for (seed 002 Stage1).
+  // pull-weighted centroid of what each branch asks for (FinalIK's
+  // FBIKChain.Stage1).
   void Forward(const Eigen::Vector3f& offset) {
     const int n = c_.size();
     for (int i = 0; i < n; ++i) {
@@ -280,8 +302,8 @@ class FabrikSolver {
       const int parent = c_.parent(k);
       Eigen::Vector3f dir = UnitOr(p_[parent] - p_[k], -dir0_[k]);
       // Bend limits are left to the backward pass: clamping here too
-      // (seed 001's tip-first Follow) makes one-sided limits collapse the
-      // chain onto a line through the target.
+      // (a tip-first follow with bend limits, as some 2D FABRIKs do) makes
+      // one-sided limits collapse the chain onto a line through the target.
       if (pb_.planar) dir = InPlane(dir, pb_.normal, -dir0_[k]);
       const Eigen::Vector3f proposal = p_[k] + dir * c_.length(k);
       if (pb_.num_children(parent) == 1) {
@@ -463,7 +485,7 @@ class FabrikSolver {
     }
   }
 
-  // Seed 001's bound on the bend at chain node `node` for the direction of
+  // The planar bound on the bend at chain node `node` for the direction of
   // the segment leaving it.
   Eigen::Vector3f ClampPlanar(int node, const Eigen::Vector3f& dir) const {
     if (pb_.planar_limits.empty() || node < 1 || !(c_.length(node) > 0.0f)) {
@@ -802,8 +824,9 @@ absl::Status FabrikIkJob::Run() const {
     }
   }
   pb.max_iterations = max_iterations;
-  pb.tolerance = ResolveTolerance(tolerance, *skeleton);
+  pb.tolerance = ResolveTolerance(tolerance, *skeleton, c.total_length());
   pb.over_relaxation = over_relaxation;
+  pb.polish = polish;
   SolveAndWrite(pb, ClampWeight(weight), output, result);
   return absl::OkStatus();
 }
@@ -900,7 +923,12 @@ absl::Status FabrikTreeIkJob::Run() const {
         pb.num_children(i) > 0 ? FindJointLimit(limits, joints[i]) : nullptr;
   }
   pb.max_iterations = max_iterations;
-  pb.tolerance = ResolveTolerance(tolerance, *skeleton);
+  // The tree's length: its longest path from the root to an effector.
+  NodeVector<float> path(n, 0.0f);
+  float longest = 0.0f;
+  for (int i = 1; i < n; ++i) path[i] = path[c.parent(i)] + c.length(i);
+  for (int node : pb.effector_nodes) longest = std::max(longest, path[node]);
+  pb.tolerance = ResolveTolerance(tolerance, *skeleton, longest);
   SolveAndWrite(pb, ClampWeight(weight), output, result);
   return absl::OkStatus();
 }

@@ -3,14 +3,15 @@
 //
 // Algorithm: Aristidou and Lasenby, "FABRIK: A fast, iterative solver for
 // the Inverse Kinematics problem", Graphical Models 73(5), 2011; as in
-// Hands-on C++ Game Animation Programming ch. 13 (seed 000) and FinalIK's
-// IKSolverFABRIK / FBIKChain (seed 002). Each iteration works on joint
-// positions: the forward pass puts the tip on the target and walks to the
+// Hands-on C++ Game Animation Programming ch. 13 (Szauer 2020) and
+// RootMotion's FinalIK IKSolverFABRIK / FBIKChain. Each iteration works on
+// joint positions: the forward pass puts the tip on the target and walks to the
 // root, sliding each joint along the line to its moved child until the bone
 // has its length again; the backward pass pins the root back and walks out
 // to the tip the same way. Positions are mapped back to local rotations by
 // the smallest rotation per bone, root first (ik_chain.h explains why this
-// preserves twist and how it fixes seed 000's WorldToIKChain remark).
+// preserves twist, and why a published "fix" to the book's WorldToIKChain is
+// not one).
 //
 // - Unreachable target (farther from the root than the chain's length), no
 //   limits: one pass lays the chain straight toward it (iterations = 1).
@@ -53,13 +54,14 @@
 //   need not agree, so the best pose seen is returned (measured on CMU data
 //   in docs/PERFORMANCE.md: limits cost FABRIK some solve rate; CCD is the
 //   steadier choice for tightly limited chains).
-// - Planar chains (seed 001): with a plane normal, the target is projected
+// - Planar chains (2D FABRIK with signed bend ranges): with a plane normal, the
+// target is projected
 //   onto the plane through the chain root and every direction onto the
 //   plane; optional signed angle ranges bound the bend at each interior
 //   joint. They are applied in the backward pass only (clamping in the
-//   forward pass too, as the seed's tip-first Follow does, lets one-sided
-//   ranges collapse the chain onto a line through the target), followed by
-//   the root turn above, which leaves every bend as it is.
+//   forward pass too, as a tip-first follow with bend limits does, lets
+//   one-sided ranges collapse the chain onto a line through the target),
+//   followed by the root turn above, which leaves every bend as it is.
 // - Trees (FabrikTreeIkJob): several tips under one root. In the forward
 //   pass each branch proposes a position for its sub-base (the joint where
 //   branches meet) and the sub-base moves to their centroid weighted by the
@@ -93,6 +95,9 @@ namespace posewire {
 // start to diverge), with solutions close to classic FABRIK's.
 inline constexpr float kDefaultFabrikOverRelaxation = 0.8f;
 
+// FabrikIkJob's and FabrikTreeIkJob's max_iterations default.
+inline constexpr int kDefaultFabrikIterations = 200;
+
 struct FabrikIkJob {
   // Inputs.
   const Skeleton* skeleton = nullptr;
@@ -106,9 +111,11 @@ struct FabrikIkJob {
 
   // Parameters.
   // Forward-and-backward iterations at most; 0 only measures. Up to
-  // kMaxIkIterations.
-  int max_iterations = 20;
-  IkTolerance tolerance;
+  // kMaxIkIterations. The solve stops as soon as it is within the tolerance
+  // or stalls, so the default cap costs nothing on easy targets.
+  int max_iterations = kDefaultFabrikIterations;
+  // Default: 1e-4 of the chain's length.
+  IkTolerance tolerance = kDefaultChainTolerance;
   // Blend of the solved rotations over the input ones; 0 returns the input
   // bit for bit. Clamped to [0, 1].
   float weight = 1.0f;
@@ -117,7 +124,11 @@ struct FabrikIkJob {
   // The cap on the over-relaxation (see above), in [0, 1); used by chains
   // without limits or plane. 0: classic FABRIK.
   float over_relaxation = kDefaultFabrikOverRelaxation;
-  // Planar mode (seed 001) when nonzero: the plane's normal in model space.
+  // The closing step (see above; chains without limits or plane): when
+  // iterations slow down, damped least squares over the chain's rotations.
+  // false: FABRIK iterations only.
+  bool polish = true;
+  // Planar mode when nonzero: the plane's normal in model space.
   Eigen::Vector3f plane_normal = Eigen::Vector3f::Zero();
   // Planar mode only: empty, or chain.size() - 2 ranges; entry k bounds the
   // signed angle (about plane_normal) from segment k (chain[k] to
@@ -155,9 +166,10 @@ struct FabrikTreeIkJob {
   absl::Span<const FabrikEffector> effectors;
 
   // Parameters.
-  int max_iterations = 20;
-  // Reached when every effector is within it.
-  IkTolerance tolerance;
+  int max_iterations = kDefaultFabrikIterations;
+  // Reached when every effector is within it. Default: 1e-4 of the tree's
+  // longest path from the root to an effector.
+  IkTolerance tolerance = kDefaultChainTolerance;
   float weight = 1.0f;
   // Empty, or one limit per skeleton joint (only tree joints are used).
   absl::Span<const JointLimit> limits;

@@ -122,6 +122,12 @@ absl::Status ToleranceError(const IkTolerance& tolerance,
         absl::StrCat(field, ".skeleton_size: ", tolerance.skeleton_size,
                      " must be finite and >= 0 (0: computed)"));
   }
+  if (tolerance.relative_to_skeleton && tolerance.relative_to_chain) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field,
+                     ": relative_to_skeleton and relative_to_chain are "
+                     "exclusive"));
+  }
   return absl::OkStatus();
 }
 
@@ -141,7 +147,9 @@ absl::Status WeightError(absl::string_view field) {
 
 }  // namespace ik_internal
 
-float ResolveTolerance(const IkTolerance& tolerance, const Skeleton& skeleton) {
+float ResolveTolerance(const IkTolerance& tolerance, const Skeleton& skeleton,
+                       float chain_length) {
+  if (tolerance.relative_to_chain) return tolerance.value * chain_length;
   if (!tolerance.relative_to_skeleton) return tolerance.value;
   const float size = tolerance.skeleton_size > 0.0f ? tolerance.skeleton_size
                                                     : SkeletonSize(skeleton);
@@ -385,6 +393,153 @@ void CopyPose(absl::Span<const Transform> input, absl::Span<Transform> output) {
   const Transform* from = input.data();
   Transform* to = output.data();
   for (size_t j = 0; j < input.size(); ++j) CopyTransform(from[j], to + j);
+}
+
+namespace {
+
+// w^2 of node i's weight (1 for an empty table).
+float Weight2(absl::Span<const float> weights, int i) {
+  return weights.empty() ? 1.0f : weights[i] * weights[i];
+}
+
+// x solving a x = b for a symmetric positive definite 3x3 `a` (Cholesky, a
+// fixed order of operations); false when a is not numerically positive
+// definite.
+bool SolveSpd3(const Eigen::Matrix3f& a, const Eigen::Vector3f& b,
+               Eigen::Vector3f* x) {
+  const float l00 = a(0, 0);
+  if (!(l00 > 0.0f)) return false;
+  const float d0 = std::sqrt(l00);
+  const float l10 = a(1, 0) / d0;
+  const float l20 = a(2, 0) / d0;
+  const float m11 = a(1, 1) - l10 * l10;
+  if (!(m11 > 0.0f)) return false;
+  const float d1 = std::sqrt(m11);
+  const float l21 = (a(2, 1) - l20 * l10) / d1;
+  const float m22 = a(2, 2) - l20 * l20 - l21 * l21;
+  if (!(m22 > 0.0f)) return false;
+  const float d2 = std::sqrt(m22);
+  const float y0 = b.x() / d0;
+  const float y1 = (b.y() - l10 * y0) / d1;
+  const float y2 = (b.z() - l20 * y0 - l21 * y1) / d2;
+  const float x2 = y2 / d2;
+  const float x1 = (y1 - l21 * x2) / d1;
+  const float x0 = (y0 - l10 * x1 - l20 * x2) / d0;
+  *x = Eigen::Vector3f(x0, x1, x2);
+  return x->allFinite();
+}
+
+// The largest turn of a joint in one polish step (radians) when the job sets
+// no step cap; the damping's start (relative to the Jacobian's mean squared
+// singular value), its floor, and where it counts as stalled.
+constexpr float kMaxPolishTurn = 0.5f;
+constexpr float kStartDamping = 1e-3f;
+constexpr float kMinDamping = 1e-7f;
+constexpr float kMaxDamping = 1e6f;
+
+}  // namespace
+
+int PolishChain(IkChain& c, absl::Span<const float> weights,
+                absl::Span<const JointLimit* const> limits,
+                float max_step_angle, const Eigen::Vector3f& target, float tol2,
+                int max_iterations, float* err2) {
+  const int n = c.size();
+  const int tip = n - 1;
+  absl::InlinedVector<Eigen::Vector3f, 16> turn(n);
+  absl::InlinedVector<Transform, 16> saved_local(n);
+  absl::InlinedVector<Transform, 16> saved_model(n);
+  const float max_turn =
+      max_step_angle > 0.0f ? max_step_angle : kMaxPolishTurn;
+  // Damping relative to the Jacobian's scale (its mean squared singular
+  // value), so it means the same on every rig.
+  float damping = kStartDamping;
+  int it = 0;
+  while (it<max_iterations&& * err2> tol2) {
+    const Eigen::Vector3f tip_pos = c.position(tip);
+    const Eigen::Vector3f error = target - tip_pos;
+    // J W^2 J^T: each free joint adds w^2 (|r|^2 I - r r^T), a hinge
+    // w^2 (a x r)(a x r)^T.
+    Eigen::Matrix3f jjt = Eigen::Matrix3f::Zero();
+    for (int i = 0; i < tip; ++i) {
+      const float w2 = Weight2(weights, i);
+      if (w2 == 0.0f) continue;
+      const Eigen::Vector3f r = tip_pos - c.position(i);
+      const JointLimit* limit = limits.empty() ? nullptr : limits[i];
+      if (limit != nullptr && limit->type == JointLimitType::kHinge) {
+        const Eigen::Vector3f col = (c.rotation(i) * limit->axis).cross(r);
+        jjt += (w2 * col) * col.transpose();
+      } else {
+        const Eigen::Matrix3f rr = r * r.transpose();
+        jjt += w2 * (Eigen::Matrix3f::Identity() * r.squaredNorm() - rr);
+      }
+    }
+    const float scale = jjt.trace() * (1.0f / 3.0f);
+    if (!(scale > 0.0f)) break;
+    bool improved = false;
+    while (it < max_iterations && damping <= kMaxDamping) {
+      ++it;
+      Eigen::Vector3f y;
+      if (!SolveSpd3(jjt + Eigen::Matrix3f::Identity() * (damping * scale),
+                     error, &y)) {
+        damping *= 8.0f;
+        continue;
+      }
+      // Each joint's turn in model space: w^2 (r x y), or about the hinge
+      // axis w^2 ((a x r) . y).
+      float largest = 0.0f;
+      for (int i = 0; i < tip; ++i) {
+        const float w2 = Weight2(weights, i);
+        if (w2 == 0.0f) {
+          turn[i] = Eigen::Vector3f::Zero();
+          continue;
+        }
+        const Eigen::Vector3f r = tip_pos - c.position(i);
+        const JointLimit* limit = limits.empty() ? nullptr : limits[i];
+        if (limit != nullptr && limit->type == JointLimitType::kHinge) {
+          const Eigen::Vector3f a = c.rotation(i) * limit->axis;
+          turn[i] = a * (w2 * a.cross(r).dot(y));
+        } else {
+          turn[i] = w2 * r.cross(y);
+        }
+        largest = std::max(largest, turn[i].squaredNorm());
+      }
+      largest = std::sqrt(largest);
+      const float shrink = largest > max_turn ? max_turn / largest : 1.0f;
+      for (int i = 0; i < n; ++i) {
+        saved_local[i] = c.local(i);
+        saved_model[i] = c.model(i);
+      }
+      for (int i = 0; i < tip; ++i) {
+        const float angle = turn[i].norm() * shrink;
+        if (!(angle > 0.0f)) continue;
+        // The turn in the parent's frame, applied to the local rotation.
+        const Eigen::Vector3f axis =
+            c.parent_rotation(i).conjugate() * (turn[i] * (shrink / angle));
+        Eigen::Quaternionf local = Normalized(
+            QuaternionFromAngleAxis(angle, axis) * c.local(i).rotation);
+        if (!limits.empty() && limits[i] != nullptr) {
+          local = ApplyJointLimit(*limits[i], local);
+        }
+        c.set_local_rotation(i, local);
+      }
+      c.UpdateModel(0);
+      const float e2 = (target - c.position(tip)).squaredNorm();
+      if (e2 < *err2) {
+        *err2 = e2;
+        damping = std::max(damping * 0.25f, kMinDamping);
+        improved = true;
+        break;
+      }
+      for (int i = 0; i < n; ++i) {
+        c.set_local_rotation(i, saved_local[i].rotation);
+        c.set_model_rotation(i, saved_model[i].rotation);
+        c.set_position(i, saved_model[i].translation);
+      }
+      damping *= 8.0f;
+    }
+    if (!improved) break;
+  }
+  return it;
 }
 
 }  // namespace posewire

@@ -11,22 +11,25 @@
 //   rotation * (scale . translation) with scales composed componentwise
 //   (transform.h), so a rotation never stretches a bone.
 // - Rotations found in model space go back to local space as
-//   local = conj(parent model rotation) * model rotation (seed 000 appendix).
+//   local = conj(parent model rotation) * model rotation (Szauer 2020,
+//   Hands-On C++ Game Animation Programming).
 //   Positions found by FABRIK go back as the smallest rotation that turns
 //   each bone onto its new direction, root first, with each joint's frame
 //   taken after its parent has moved; a swing-only delta leaves the twist
-//   about the bone as it was. About seed 000's WorldToIKChain remark: the
-//   book's version is right in the book's own quaternion product order (its
+//   about the bone as it was. About a remark on that book's WorldToIKChain:
+//   the book's version is right in the book's own quaternion product order (its
 //   combine() writes b.rotation * a.rotation, so its `delta * local` is
 //   local * delta in Eigen's order, a delta measured in the joint's frame).
-//   The note's "fix" is the bug: reading the old direction from the solved
+//   The remark's "fix" is the bug: reading the old direction from the solved
 //   positions too makes old and new direction equal, so nothing rotates.
-//   Likewise the note's "normal" CCD update (world delta pre-multiplied onto
+//   Likewise the remark's "normal" CCD update (world delta pre-multiplied onto
 //   the local rotation) is only right when the parent's model rotation is
 //   identity; here a model-space delta D gives local = conj(P) * D * P * local
 //   through the model rotation, never D * local.
-// - Tolerances are absolute, or relative to the skeleton's size as seed 004
-//   does (its 0.001 at a 2 m reference figure scales with the rig).
+// - Tolerances are absolute, relative to the skeleton's size (the Blade
+//   engine's IK notes use 0.001 at a 2 m reference figure, which scales with
+//   the rig), or relative to the chain's length: the chain solvers' default,
+//   1e-4 of the chain, means the same precision on every rig.
 #ifndef POSEWIRE_SOLVER_CORE_CHAIN_IK_IK_CHAIN_H_
 #define POSEWIRE_SOLVER_CORE_CHAIN_IK_IK_CHAIN_H_
 
@@ -38,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "solver_core/chain_ik/joint_limits.h"
 #include "solver_core/model/internal/sse_helpers.h"
 #include "solver_core/model/quaternion_math.h"
 #include "solver_core/model/skeleton.h"
@@ -86,19 +90,43 @@ class OverRelaxation {
   float knee2_;
 };
 
+// The chain solvers' default tolerance (ccd_ik.h, fabrik_ik.h): this
+// fraction of the chain's length.
+inline constexpr float kDefaultChainRelativeTolerance = 1e-4f;
+
 struct IkTolerance {
   // Distance under which a target counts as reached. Absolute (model-space
-  // units), or when relative_to_skeleton a fraction of SkeletonSize().
-  // Seed 004's 0.001 m at its 2.55 m reference box is about 4e-4 relative.
+  // units), or a fraction of a length of the rig: of SkeletonSize() when
+  // relative_to_skeleton, of the chain's length when relative_to_chain (at
+  // most one of the two).
   float value = 1e-3f;
   bool relative_to_skeleton = false;
   // SkeletonSize() computed once by the caller; 0 computes it per solve
   // (one forward-kinematics pass over the rest pose).
   float skeleton_size = 0.0f;
+  // The chain's length: the sum of its bones' lengths in the input pose (for
+  // a tree, its longest root-to-effector path). The same figure means the
+  // same precision on a rig in metres and one in centimetres.
+  bool relative_to_chain = false;
 };
 
+// The chain solvers' default (ccd_ik.h, fabrik_ik.h).
+inline constexpr IkTolerance kDefaultChainTolerance = {
+    .value = kDefaultChainRelativeTolerance,
+    .relative_to_skeleton = false,
+    .skeleton_size = 0.0f,
+    .relative_to_chain = true};
+
+// An absolute tolerance of `value` model-space units.
+inline IkTolerance AbsoluteTolerance(float value) {
+  IkTolerance t;
+  t.value = value;
+  return t;
+}
+
 // Diagonal of the axis-aligned box around the rest pose's model-space joint
-// positions (seed 004 uses the skeleton's bounding box as its size).
+// positions (the Blade engine's IK notes use the bounding box as the
+// figure's size).
 float SkeletonSize(const Skeleton& skeleton);
 
 namespace ik_internal {
@@ -111,20 +139,24 @@ absl::Status FiniteVectorError(absl::string_view field);
 absl::Status WeightError(absl::string_view field);
 }  // namespace ik_internal
 
-// Checks `tolerance`: value and skeleton_size finite and >= 0.
+// Checks `tolerance`: value and skeleton_size finite and >= 0, at most one
+// of relative_to_skeleton and relative_to_chain.
 inline absl::Status ValidateTolerance(const IkTolerance& tolerance,
                                       absl::string_view field) {
-  if (ABSL_PREDICT_TRUE(std::isfinite(tolerance.value) &&
-                        tolerance.value >= 0.0f &&
-                        std::isfinite(tolerance.skeleton_size) &&
-                        tolerance.skeleton_size >= 0.0f)) {
+  if (ABSL_PREDICT_TRUE(
+          std::isfinite(tolerance.value) && tolerance.value >= 0.0f &&
+          std::isfinite(tolerance.skeleton_size) &&
+          tolerance.skeleton_size >= 0.0f &&
+          !(tolerance.relative_to_skeleton && tolerance.relative_to_chain))) {
     return absl::OkStatus();
   }
   return ik_internal::ToleranceError(tolerance, field);
 }
 
-// The distance tolerance `tolerance` stands for on `skeleton`.
-float ResolveTolerance(const IkTolerance& tolerance, const Skeleton& skeleton);
+// The distance tolerance `tolerance` stands for on `skeleton`, for a chain
+// (or tree) of length `chain_length` (read only when relative_to_chain).
+float ResolveTolerance(const IkTolerance& tolerance, const Skeleton& skeleton,
+                       float chain_length = 0.0f);
 
 // Checks a chain: at least two joints, each index in range, each joint the
 // parent of the next. Errors name the field, the position in the chain and
@@ -321,6 +353,31 @@ class IkChain {
 void BlendIkRotations(absl::Span<const Eigen::Quaternionf> from,
                       absl::Span<const int> joints, float weight,
                       absl::Span<Transform> output);
+
+// The chain solvers' closing step (ccd_ik.h, fabrik_ik.h): damped least
+// squares over the chain's joint rotations (Buss, "Introduction to Inverse
+// Kinematics with Jacobian Transpose, Pseudoinverse and Damped Least
+// Squares methods", 2004) with Levenberg-Marquardt's adaptive damping
+// (Levenberg 1944, Marquardt 1963): a step that lowers the effector's error
+// is kept and the damping eased, one that does not is undone and the damping
+// raised. Each joint turns about its pivot (three degrees of freedom; one,
+// about the axis, for a hinge limit), scaled by its weight squared (a
+// weighted pseudoinverse: weight 0 never moves); its new local rotation is
+// limited, so no limit is ever left; the largest turn in a step is capped
+// at `max_step_angle` (0: half a radian). Near a straight chain, where
+// rotations barely move the tip along the chain, the damping keeps the
+// steps short and then lets them lengthen as the error falls: the solve
+// converges where sweeps crawl.
+//
+// `weights` and `limits` are empty or one entry per node (the tip's
+// unused). Expects the chain's model transforms fresh and `*err2` the tip's
+// squared error; leaves both fresh. Every trial step counts as an
+// iteration. Stops within `tol2`, after `max_iterations`, or stalled (no
+// better pose however damped). Returns the iterations used.
+int PolishChain(IkChain& c, absl::Span<const float> weights,
+                absl::Span<const JointLimit* const> limits,
+                float max_step_angle, const Eigen::Vector3f& target, float tol2,
+                int max_iterations, float* err2);
 
 // Copies `input` to `output` unless they are the same span.
 void CopyPose(absl::Span<const Transform> input, absl::Span<Transform> output);

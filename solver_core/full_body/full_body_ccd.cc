@@ -19,6 +19,9 @@ constexpr absl::string_view kField = "full_body_ccd";
 // point scale: enough to settle an undetermined twist, too little to matter
 // otherwise (it costs at most this fraction of the step).
 constexpr float kIdentityBias = 1e-4f;
+// A sweep that lowers the total weighted squared error by less than this
+// fraction of it has stalled.
+constexpr float kStallGain = 1e-6f;
 
 std::string EffectorField(size_t k, absl::string_view what) {
   return absl::StrCat(kField, ".effectors[", k, "].", what);
@@ -148,6 +151,11 @@ absl::Status FullBodyCcdJob::Validate() const {
       !s.ok()) {
     return s;
   }
+  if (tolerance.relative_to_chain) {
+    return absl::InvalidArgumentError(
+        "full_body_ccd.tolerance: relative_to_chain names no chain here; use "
+        "absolute or relative_to_skeleton");
+  }
   if (!std::isfinite(weight)) {
     return absl::InvalidArgumentError(
         absl::StrCat(kField, ".weight: ", weight, " is not finite"));
@@ -269,8 +277,19 @@ absl::Status FullBodyCcdJob::Run() const {
     return e;
   };
 
+  // The total weighted squared error, for the stall test.
+  auto total_error = [&]() {
+    float e = 0.0f;
+    for (int k = 0; k < ne; ++k) {
+      e +=
+          effectors[k].weight * (points[k] - effectors[k].target).squaredNorm();
+    }
+    return e;
+  };
+
   forward_kinematics();
   int sweeps = 0;
+  float last_total = total_error();
   absl::InlinedVector<Eigen::Vector3f, 16> from;
   absl::InlinedVector<Eigen::Vector3f, 16> to;
   absl::InlinedVector<float, 16> weights;
@@ -333,6 +352,10 @@ absl::Status FullBodyCcdJob::Run() const {
     }
     forward_kinematics();
     ++sweeps;
+    // Stalled: the sweep gained (almost) nothing.
+    const float total = total_error();
+    if (!(total < (1.0f - kStallGain) * last_total)) break;
+    last_total = total;
   }
 
   // Blend over the input and write.

@@ -1,5 +1,5 @@
 // Full-body multi-effector CCD: one CCD over the whole skeleton with several
-// end effectors, seed 004's "Fullbody IK mode" (the Blade engine's IK notes:
+// end effectors, the "Fullbody IK mode" of the Blade engine's IK notes (
 // "the entire skeleton is a unique IK chain that contains multiple end
 // effectors ... many papers say CCD can only solve a single effector chain;
 // in fact it is possible"), as opposed to solving each limb on its own
@@ -17,7 +17,7 @@
 // by the rotation R that minimises sum_k w_k |p + R (e_k - p) - t_k|^2: the
 // exact coordinate-descent step on the total weighted squared error.
 //  - One effector below: R is the smallest rotation taking e - p onto
-//    t - p, the classic CCD step (Welman 1993; seed 004's first section).
+//    t - p, the classic CCD step (Welman 1993).
 //  - Several: R is the weighted least-squares rotation of the point set
 //    about p (Wahba's problem, solved with Horn's quaternion method: the
 //    eigenvector of the largest eigenvalue of a symmetric 4x4 matrix). A
@@ -26,24 +26,29 @@
 //    it never makes the step worse than not moving.
 // Per-joint weights scale the step (slerp from identity). Joint limits
 // (joint_limits.h) are applied to the joint's local rotation after its step,
-// as seed 004 prescribes ("the constraint angle bounds the state, not the
+// as the Blade engine's IK notes prescribe ("the constraint angle bounds
+// the state, not the
 // step"), with its optional nudge heuristic; limited moving joints are first
 // brought inside their limits. Without limits and with unit joint weights the
 // total error never increases from one iteration to the next.
 //
-// Optional translational root (seed 004: "set the node as a displacement-type
+// Optional translational root (the same notes: "set the node as a
+// displacement-type
 // joint, rather than a rotational joint, to reposition the entire body"):
 // after each sweep `translation_joint` moves by the weighted mean of
 // (t_k - e_k) over the effectors below it, the exact least-squares
 // translation. Its local translation is the only one that changes; every
 // bone keeps its length.
 //
-// Stops when every effector is within the tolerance (seed 004: 0.001 at a
-// 2 m reference size, IkTolerance::relative_to_skeleton) or after
-// max_iterations sweeps. Degenerate input has a defined result: targets on
-// a pivot, effectors on their joint, collinear points and zero scales leave
-// the affected joint as it is. Non-finite input is INVALID_ARGUMENT naming
-// the effector and field.
+// Stops when every effector is within the tolerance (default 1e-4 of the
+// skeleton's size, IkTolerance::relative_to_skeleton: the same precision on
+// a rig in metres and one in centimetres), when a sweep lowers the total
+// weighted squared error by less than a millionth of itself (stalled:
+// conflicting or unreachable targets), or after max_iterations sweeps
+// (default kDefaultFullBodyCcdIterations). Degenerate input has a defined
+// result: targets on a pivot, effectors on their joint, collinear points and
+// zero scales leave the affected joint as it is. Non-finite input is
+// INVALID_ARGUMENT naming the effector and field.
 #ifndef POSEWIRE_SOLVER_CORE_FULL_BODY_FULL_BODY_CCD_H_
 #define POSEWIRE_SOLVER_CORE_FULL_BODY_FULL_BODY_CCD_H_
 
@@ -62,6 +67,13 @@ inline constexpr int kMaxFullBodyCcdEffectors = 64;
 // Targets and offsets must lie within this distance of the origin on every
 // axis, so squared distances stay finite in float.
 inline constexpr float kMaxFullBodyCcdCoordinate = 1e9f;
+// FullBodyCcdJob's defaults: 1e-4 of the skeleton's size, 100 sweeps.
+inline constexpr IkTolerance kDefaultFullBodyCcdTolerance = {
+    .value = 1e-4f,
+    .relative_to_skeleton = true,
+    .skeleton_size = 0.0f,
+    .relative_to_chain = false};
+inline constexpr int kDefaultFullBodyCcdIterations = 100;
 
 struct FullBodyCcdEffector {
   // The joint carrying the effector point.
@@ -94,8 +106,8 @@ struct FullBodyCcdJob {
 
   // Parameters.
   // Sweeps at most, [0, kMaxIkIterations]; 0 only measures.
-  int max_iterations = 20;
-  IkTolerance tolerance;
+  int max_iterations = kDefaultFullBodyCcdIterations;
+  IkTolerance tolerance = kDefaultFullBodyCcdTolerance;
   // Blend of the solved pose over the input (rotations slerped, the
   // translation lerped); 0 returns the input bit for bit. Clamped to [0, 1].
   float weight = 1.0f;
@@ -105,7 +117,7 @@ struct FullBodyCcdJob {
   // Empty, or one limit per skeleton joint (entries of moving joints are
   // used).
   absl::Span<const JointLimit> limits;
-  // Seed 004's nudge away from limits stuck near zero (joint_limits.h).
+  // The nudge away from limits stuck near zero (joint_limits.h).
   bool nudge = false;
   LimitNudge nudge_params;
   // -1, or the joint that also translates (usually the hips / root).

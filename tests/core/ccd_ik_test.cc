@@ -2,9 +2,10 @@
 // targets reached, unreachable ones answered with a straight chain pointing
 // at them, bone lengths and translations untouched, limits never violated,
 // weight 0 bit for bit, the options (joint weights, incremental, step cap,
-// relative tolerance, seed 004's two singularity heuristics) each doing what
-// they claim, degenerate geometry answered with finite documented results,
-// invalid input rejected, and determinism.
+// relative tolerance, the two singularity heuristics of the Blade engine's
+// IK notes, the closing step near full reach) each doing what they claim,
+// degenerate geometry answered with finite documented results, invalid input
+// rejected, and determinism.
 
 #include "solver_core/chain_ik/ccd_ik.h"
 
@@ -101,10 +102,10 @@ TEST(CcdIk, PlainSweepsAgreeWithTheGeneralStepToRounding) {
     std::vector<Transform> plain_out, general_out;
     IkResult plain_r, general_r;
     CcdIkJob plain = f.MakeJob(target, plain_out, &plain_r, 6);
-    plain.tolerance.value = 0.0f;
+    plain.tolerance = AbsoluteTolerance(0.0f);
     plain.over_relaxation = 0.0f;  // the general step never over-relaxes
     CcdIkJob general = f.MakeJob(target, general_out, &general_r, 6);
-    general.tolerance.value = 0.0f;
+    general.tolerance = AbsoluteTolerance(0.0f);
     general.max_step_angle = 10.0f;  // above pi: never clamps
     ASSERT_TRUE(plain.Run().ok());
     ASSERT_TRUE(general.Run().ok());
@@ -174,8 +175,9 @@ TEST(CcdIk, OverRelaxedSweepsFollowTheReference) {
     std::vector<Transform> out;
     IkResult r;
     CcdIkJob job = f.MakeJob(target, out, &r, sweeps);
-    job.tolerance.value = 0.0f;
+    job.tolerance = AbsoluteTolerance(0.0f);
     job.over_relaxation = kDefaultCcdOverRelaxation;
+    job.polish = false;  // the sweeps alone
     ASSERT_TRUE(job.Run().ok());
     if (r.iterations != sweeps) continue;  // landed exactly: rare
     const std::vector<Eigen::Vector3f> got = FkPositions(f.skeleton, out);
@@ -201,8 +203,8 @@ void CompareOverRelaxation(const Skeleton& skeleton,
   int classic_sweeps = 0, relaxed_sweeps = 0;
   int classic_reached = 0, relaxed_reached = 0;
   for (size_t t = 0; t < targets.size(); ++t) {
-    const CcdIkJob job =
-        ChainJob<CcdIkJob>(skeleton, input, chain, targets[t], 50);
+    CcdIkJob job = ChainJob<CcdIkJob>(skeleton, input, chain, targets[t], 50);
+    job.polish = false;  // the sweeps alone
     const ClassicAndRelaxed r =
         SolveClassicAndRelaxed(job, kDefaultCcdOverRelaxation);
     classic_sweeps += r.classic.iterations;
@@ -366,9 +368,9 @@ TEST(CcdIk, RejectsInvalidInputNamingTheField) {
   job.max_step_angle = -1.0f;
   expect_invalid(job, "ccd_ik.max_step_angle");
   job.max_step_angle = 0.0f;
-  job.tolerance.value = nan;
+  job.tolerance = AbsoluteTolerance(nan);
   expect_invalid(job, "ccd_ik.tolerance");
-  job.tolerance.value = 1e-3f;
+  job.tolerance = AbsoluteTolerance(1e-3f);
   std::vector<Transform> bad_input = f.input;
   bad_input[3].rotation.coeffs() << nan, 0, 0, 1;
   job.input = bad_input;
@@ -390,7 +392,7 @@ TEST(CcdIk, IterationCapIsHonoured) {
   IkResult r;
   CcdIkJob job = f.Job(target, out, &r);
   job.max_iterations = 1;
-  job.tolerance.value = 0.0f;
+  job.tolerance = AbsoluteTolerance(0.0f);
   ASSERT_TRUE(job.Run().ok());
   EXPECT_EQ(r.iterations, 1);
   job.max_iterations = 0;
@@ -408,12 +410,15 @@ TEST(CcdIk, RelativeToleranceScalesWithTheSkeleton) {
   std::vector<Transform> rel, abs;
   IkResult rr, ra;
   CcdIkJob job = f.Job(target, rel, &rr);
-  job.tolerance = IkTolerance{0.01f, true, 0.0f};
+  job.tolerance = IkTolerance{.value = 0.01f,
+                              .relative_to_skeleton = true,
+                              .skeleton_size = 0.0f,
+                              .relative_to_chain = false};
   ASSERT_TRUE(job.Run().ok());
   EXPECT_TRUE(rr.reached);
   EXPECT_LE(TipError(f, rel, target), 0.01f * size * 1.0001f);
   CcdIkJob job2 = f.Job(target, abs, &ra);
-  job2.tolerance.value = 0.01f * size;
+  job2.tolerance = AbsoluteTolerance(0.01f * size);
   ASSERT_TRUE(job2.Run().ok());
   EXPECT_TRUE(BitEqual(rel, abs));
   EXPECT_EQ(rr.iterations, ra.iterations);
@@ -461,7 +466,7 @@ TEST(CcdIk, IncrementalVariantStartsAtTheTipAndStillConverges) {
   CcdIkJob job = f.Job(target, out, &r);
   job.incremental = true;
   job.max_iterations = 1;
-  job.tolerance.value = 0.0f;
+  job.tolerance = AbsoluteTolerance(0.0f);
   ASSERT_TRUE(job.Run().ok());
   // The first pass touches the two joints nearest the tip only.
   EXPECT_EQ(out[f.chain[0]].rotation.coeffs(),
@@ -471,7 +476,7 @@ TEST(CcdIk, IncrementalVariantStartsAtTheTipAndStillConverges) {
   EXPECT_NE(out[f.chain[3]].rotation.coeffs(),
             f.input[f.chain[3]].rotation.coeffs());
   job.max_iterations = 500;
-  job.tolerance.value = 5e-5f * f.length;
+  job.tolerance = AbsoluteTolerance(5e-5f * f.length);
   ASSERT_TRUE(job.Run().ok());
   EXPECT_TRUE(r.reached);
   EXPECT_LE(TipError(f, out, target), 1e-4f * f.length);
@@ -499,7 +504,7 @@ TEST(CcdIk, MaxStepAngleCapsEachStep) {
 
 // A straight three-joint leg and a target on its own line, closer than the
 // foot: every joint sees its effector and target in the same direction, so
-// plain CCD never bends (seed 004's singular case).
+// plain CCD never bends (the IK notes' singular case).
 struct StraightLeg {
   Skeleton skeleton = MakeChainSkeleton(
       {{0.0f, -1.0f, 0.0f}, {0.0f, -1.0f, 0.0f}}, /*rotated_frames=*/false);
@@ -537,7 +542,7 @@ TEST(CcdIk, HingeFallbackBendsASingularChainAboutTheFixedAxis) {
   job.chain = leg.chain;
   job.target = leg.hip + Eigen::Vector3f(0.0f, -1.5f, 0.0f);
   job.max_iterations = 100;
-  job.tolerance.value = 1e-5f;
+  job.tolerance = AbsoluteTolerance(1e-5f);
   job.hinge_fallback = true;
   job.fallback_axis = Eigen::Vector3f::UnitX();
   job.output = absl::MakeSpan(out);
@@ -566,7 +571,7 @@ TEST(CcdIk, HingeFallbackBendsASingularChainAboutTheFixedAxis) {
   EXPECT_GT(2.0f * std::atan2(knee.x(), knee.w()), 0.1f);
 }
 
-// Seed 004's second case: a knee that may only bend one way, and a target
+// The IK notes' second case: a knee that may only bend one way, and a target
 // in front of a straight leg. CCD's knee step wants the forbidden way, the
 // limit clamps it back to straight, and the leg is stuck; the nudge pushes
 // the clamped knee slightly into its range and CCD converges.
@@ -582,12 +587,18 @@ TEST(CcdIk, NudgeUnsticksAJointClampedStraight) {
   job.chain = leg.chain;
   job.target = leg.hip + Eigen::Vector3f(0.0f, -1.8f, 0.3f);
   job.max_iterations = 200;
-  job.tolerance.value = 1e-4f;
+  job.tolerance = AbsoluteTolerance(1e-4f);
   job.limits = limits;
   job.output = absl::MakeSpan(out);
   job.result = &r;
+  job.polish = false;  // the sweeps alone
   ASSERT_TRUE(job.Run().ok());
   EXPECT_FALSE(r.reached);  // stuck against the limit
+  // The closing step bends the knee the way the limit allows on its own.
+  job.polish = true;
+  ASSERT_TRUE(job.Run().ok());
+  EXPECT_TRUE(r.reached);
+  job.polish = false;
   job.nudge = true;
   ASSERT_TRUE(job.Run().ok());
   EXPECT_TRUE(r.reached);
@@ -647,6 +658,82 @@ TEST(CcdIk, LimitsAreNeverViolatedInTheOutput) {
   EXPECT_GE(reached, 27);  // measured 30 of 30
 }
 
+// Targets at 0.95 to 0.999 of the reach of a nearly straight chain, where
+// sweeps crawl (each turns the joints a little further the same way): the
+// closing step reaches every one within the default tolerance, in a tenth
+// of the iterations sweeps alone use to miss some of them; with limits,
+// joint weights (one frozen) and the hinge fallback set as well, no limit is
+// violated, the frozen joint never turns, and the hinge stays a hinge.
+TEST(CcdIk, ClosingStepReachesTargetsNearFullReach) {
+  const LongChainCase c(81);
+  const std::vector<Eigen::Vector3f> p0 = FkPositions(c.skeleton, c.input);
+  const float length = ChainLength(p0, c.chain);
+  const Eigen::Vector3f root = p0[c.chain.front()];
+  std::mt19937 rng(82);
+  std::uniform_real_distribution<float> fraction(0.95f, 0.999f);
+  std::vector<JointLimit> limits(c.skeleton.num_joints());
+  limits[3] = HingeLimit(Eigen::Vector3f::UnitX(), -0.3f, 1.5f);
+  limits[5] = SwingTwistLimit(Eigen::Vector3f::UnitY(), 0.9f, -0.2f, 0.2f);
+  limits[7] = EulerLimit(EulerOrder::kXYZ, Eigen::Vector3f(-0.6f, -0.3f, -0.6f),
+                         Eigen::Vector3f(0.6f, 0.3f, 0.6f));
+  for (int j : {3, 5, 7}) limits[j].reference = c.input[j].rotation;
+  std::vector<float> weights(c.chain.size(), 1.0f);
+  weights[1] = 0.0f;
+  weights[4] = 0.5f;
+  int polished = 0, swept = 0, limited_reached = 0;
+  long polished_iterations = 0, swept_iterations = 0;
+  for (int t = 0; t < 50; ++t) {
+    const Eigen::Vector3f dir =
+        RandomRotation(rng, 0.5f) * (p0[c.chain.back()] - root).normalized();
+    const Eigen::Vector3f target = root + dir * (fraction(rng) * length);
+    std::vector<Transform> out;
+    IkResult r;
+    CcdIkJob job = testing_util::DefaultJob<CcdIkJob>(c.skeleton, c.input,
+                                                      c.chain, target, out, &r);
+    ASSERT_TRUE(job.Run().ok());
+    polished += r.reached;
+    polished_iterations += r.iterations;
+    EXPECT_LE((FkPositions(c.skeleton, out)[c.chain.back()] - target).norm(),
+              1.001f * kDefaultChainRelativeTolerance * length)
+        << t;
+    job.polish = false;
+    ASSERT_TRUE(job.Run().ok());
+    swept += r.reached;
+    swept_iterations += r.iterations;
+
+    job.polish = true;
+    job.limits = limits;
+    job.joint_weights = weights;
+    job.hinge_fallback = true;
+    ASSERT_TRUE(job.Run().ok());
+    limited_reached += r.reached;
+    for (int j : {3, 5, 7}) {
+      EXPECT_LT(AngleBetween(ApplyJointLimit(limits[j], out[j].rotation),
+                             out[j].rotation),
+                2e-4f)
+          << "target " << t << " joint " << j;
+    }
+    EXPECT_EQ(out[c.chain[1]].rotation.coeffs(),
+              c.input[c.chain[1]].rotation.coeffs());
+    const Eigen::Quaternionf hinge =
+        limits[3].reference.conjugate() * out[3].rotation;
+    EXPECT_LT(
+        (hinge * Eigen::Vector3f::UnitX() - Eigen::Vector3f::UnitX()).norm(),
+        1e-4f);
+    for (int j = 0; j < c.skeleton.num_joints(); ++j) {
+      EXPECT_EQ(out[j].translation, c.input[j].translation);
+      EXPECT_TRUE(out[j].rotation.coeffs().allFinite());
+    }
+  }
+  // Measured: 50 in 333 iterations; sweeps alone 44 in 3119; limited 50.
+  EXPECT_EQ(polished, 50);
+  EXPECT_LE(swept, 47) << "sweeps alone reached " << swept;
+  EXPECT_LT(polished_iterations * 4, swept_iterations)
+      << polished_iterations << " against " << swept_iterations;
+  // A frozen joint and limits could make targets unreachable.
+  EXPECT_GE(limited_reached, 45) << limited_reached;
+}
+
 TEST(CcdIk, DegenerateTargetsGiveFiniteDocumentedResults) {
   Fixture f;
   const std::vector<Eigen::Vector3f> p0 = FkPositions(f.skeleton, f.input);
@@ -690,7 +777,7 @@ TEST(CcdIk, ZeroLengthBonesAreHandled) {
   job.chain = chain;
   job.target = target;
   job.max_iterations = 500;
-  job.tolerance.value = 1e-5f;
+  job.tolerance = AbsoluteTolerance(1e-5f);
   job.output = absl::MakeSpan(out);
   job.result = &r;
   const absl::Status status = job.Run();
@@ -727,7 +814,7 @@ TEST(CcdIk, CollinearChainWithTargetBehindIt) {
   job.chain = leg.chain;
   job.target = leg.hip + Eigen::Vector3f(0.0f, 0.5f, 0.0f);
   job.max_iterations = 100;
-  job.tolerance.value = 1e-5f;
+  job.tolerance = AbsoluteTolerance(1e-5f);
   job.output = absl::MakeSpan(out);
   job.result = &r;
   ASSERT_TRUE(job.Run().ok());

@@ -171,8 +171,25 @@ Job ChainJob(const Skeleton& skeleton, const std::vector<Transform>& input,
   job.chain = chain;
   job.target = target;
   job.max_iterations = max_iterations;
-  job.tolerance.value =
-      5e-5f * ChainLength(FkPositions(skeleton, input), chain);
+  job.tolerance = AbsoluteTolerance(
+      5e-5f * ChainLength(FkPositions(skeleton, input), chain));
+  return job;
+}
+
+// A chain job (FabrikIkJob, CcdIkJob) at default settings from `input`
+// toward `target`, writing `out` (set to the input) and `result`.
+template <typename Job>
+Job DefaultJob(const Skeleton& skeleton, absl::Span<const Transform> input,
+               absl::Span<const int> chain, const Eigen::Vector3f& target,
+               std::vector<Transform>& out, IkResult* result) {
+  out.assign(input.begin(), input.end());
+  Job job;
+  job.skeleton = &skeleton;
+  job.input = input;
+  job.chain = chain;
+  job.target = target;
+  job.output = absl::MakeSpan(out);
+  job.result = result;
   return job;
 }
 

@@ -1,7 +1,7 @@
 // FABRIK IK (fabrik_ik.h), checked against independent matrix FK: reachable
 // targets reached, unreachable ones answered in one pass with a straight
 // chain pointing at them, rotations only, twist about each bone preserved
-// (the corrected WorldToIKChain), joint limits never violated, seed 001's
+// (the corrected WorldToIKChain), joint limits never violated,
 // planar chains with signed bend limits, sub-base trees (a hand with
 // fingers, a spine with two arms, the pull-weighted centroid), weight 0 bit
 // for bit, degenerate geometry, invalid input and determinism.
@@ -133,8 +133,9 @@ std::vector<Transform> ExpectFollowsReference(const Fixture& f,
   const std::vector<Eigen::Vector3f> p0 = FkPositions(f.skeleton, f.input);
   std::vector<Transform> out;
   FabrikIkJob job = f.MakeJob(target, out, nullptr, iterations);
-  job.tolerance.value = 0.0f;
+  job.tolerance = AbsoluteTolerance(0.0f);
   job.over_relaxation = relax;
+  job.polish = false;  // the iterations alone
   EXPECT_TRUE(job.Run().ok());
   std::vector<Eigen::Vector3d> start;
   for (int j : f.chain) start.push_back(p0[j].cast<double>());
@@ -208,8 +209,9 @@ void CompareOverRelaxation(const Skeleton& skeleton,
   const float length = ChainLength(FkPositions(skeleton, input), chain);
   int classic_iterations = 0, relaxed_iterations = 0;
   for (size_t t = 0; t < targets.size(); ++t) {
-    const FabrikIkJob job =
+    FabrikIkJob job =
         ChainJob<FabrikIkJob>(skeleton, input, chain, targets[t], 200);
+    job.polish = false;  // the iterations alone
     const ClassicAndRelaxed r =
         SolveClassicAndRelaxed(job, kDefaultFabrikOverRelaxation);
     // Both stop when the tip is within the tolerance on positions; the
@@ -273,7 +275,7 @@ TEST(FabrikIk, UnreachableTargetStraightensTheChainTowardItInOnePass) {
 
 // The solved pose changes each joint by its parent's change and then a pure
 // swing onto its new bone direction: no twist about any bone. Under a
-// rotated parent with rotated joint frames, both readings of seed 000's
+// rotated parent with rotated joint frames, both readings of Szauer's (2020)
 // WorldToIKChain that go wrong (an identity delta; a joint-frame delta
 // pre-multiplied onto the local rotation) fail this or the reach test.
 TEST(FabrikIk, MapsPositionsBackPreservingTwist) {
@@ -438,7 +440,7 @@ TEST(FabrikIk, UnreachableTargetWithLimitsStaysInsideThem) {
   EXPECT_LT(r.error, TipError(f, f.input, job.target));
 }
 
-// A planar chain in the XY plane (seed 001's 2D follow solver): the output
+// A planar chain in the XY plane (a 2D follow solver): the output
 // stays in the plane, reaches in-plane targets, and with signed bend limits
 // every bend (the angle from one segment to the next about +Z) stays in its
 // range.
@@ -482,7 +484,7 @@ TEST(FabrikIk, PlanarChainStaysInItsPlaneAndRespectsSignedBendLimits) {
     job.chain = arm.chain;
     job.target = p;
     job.max_iterations = 300;
-    job.tolerance.value = 1e-4f;
+    job.tolerance = AbsoluteTolerance(1e-4f);
     job.plane_normal = Eigen::Vector3f::UnitZ();
     job.planar_limits = bends;
     job.output = absl::MakeSpan(out);
@@ -515,7 +517,7 @@ TEST(FabrikIk, PlanarChainProjectsAnOffPlaneTarget) {
   job.chain = arm.chain;
   job.target = root + Eigen::Vector3f(1.0f, 1.5f, 0.7f);
   job.max_iterations = 100;
-  job.tolerance.value = 1e-4f;
+  job.tolerance = AbsoluteTolerance(1e-4f);
   job.plane_normal = Eigen::Vector3f(0.0f, 0.0f, 2.0f);  // any length
   job.output = absl::MakeSpan(out);
   job.result = &r;
@@ -571,7 +573,7 @@ TEST(FabrikIk, CollinearChainWithTargetOnItsLineIsReached) {
     job.chain = chain;
     job.target = hip + Eigen::Vector3f(0.0f, along, 0.0f);
     job.max_iterations = 200;
-    job.tolerance.value = 1e-5f;
+    job.tolerance = AbsoluteTolerance(1e-5f);
     job.output = absl::MakeSpan(out);
     job.result = &r;
     ASSERT_TRUE(job.Run().ok());
@@ -601,7 +603,7 @@ TEST(FabrikIk, ZeroLengthBonesAreHandled) {
   job.chain = chain;
   job.target = target;
   job.max_iterations = 200;
-  job.tolerance.value = 1e-5f;
+  job.tolerance = AbsoluteTolerance(1e-5f);
   job.output = absl::MakeSpan(out);
   job.result = &r;
   ASSERT_TRUE(job.Run().ok());
@@ -671,7 +673,7 @@ TEST(FabrikTreeIk, HandReachesFingertipTargetsOfAnotherHandPose) {
     job.root = hand.wrist;
     job.effectors = effectors;
     job.max_iterations = 300;
-    job.tolerance.value = 1e-3f;
+    job.tolerance = AbsoluteTolerance(1e-3f);
     job.output = absl::MakeSpan(out);
     job.result = &r;
     ASSERT_TRUE(job.Run().ok());
@@ -731,7 +733,7 @@ TEST(FabrikTreeIk, SpineWithTwoArmsReachesBothHands) {
     job.root = hips;
     job.effectors = effectors;
     job.max_iterations = 300;
-    job.tolerance.value = 1e-3f;
+    job.tolerance = AbsoluteTolerance(1e-3f);
     job.output = absl::MakeSpan(out);
     job.result = &r;
     ASSERT_TRUE(job.Run().ok());
@@ -743,7 +745,7 @@ TEST(FabrikTreeIk, SpineWithTwoArmsReachesBothHands) {
 
 // Two branches pulling their sub-base toward unreachable targets on
 // opposite sides: equal pulls keep it between them, a stronger pull wins
-// (seed 002 Stage1's weighted centroid).
+// (FinalIK's FBIKChain.Stage1 weighted centroid).
 TEST(FabrikTreeIk, SubBaseFollowsThePullWeightedCentroid) {
   SkeletonDesc d;
   auto add = [&](const char* name, int parent, Eigen::Vector3f t) {
@@ -803,7 +805,7 @@ TEST(FabrikTreeIk, SingleEffectorTreeMatchesTheChainSolver) {
   job.root = 1;
   job.effectors = effectors;
   job.max_iterations = 200;
-  job.tolerance.value = 5e-5f * f.length;
+  job.tolerance = AbsoluteTolerance(5e-5f * f.length);
   job.output = absl::MakeSpan(tree_out);
   job.result = &rt;
   ASSERT_TRUE(job.Run().ok());

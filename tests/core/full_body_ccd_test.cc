@@ -188,7 +188,7 @@ TEST_F(WalkCcdTest, FullBodyCcd_TotalErrorNeverIncreases) {
     std::vector<Transform> out;
     FullBodyCcdJob job = MakeJob(skeleton(), in, effectors, out);
     job.max_iterations = iterations;
-    job.tolerance.value = 0.0f;
+    job.tolerance = AbsoluteTolerance(0.0f);
     ASSERT_TRUE(job.Run().ok());
     const double total = TotalSquaredError(out, effectors);
     EXPECT_LE(total, previous * (1.0 + 1e-5) + 1e-6) << iterations;

@@ -110,9 +110,9 @@ TEST(LearnedLimits, MarginWidensEveryRangeOnBothSides) {
   EXPECT_GT(width.maxCoeff(), 0.8f);
 }
 
-// Seed 004's warning: a clip in which a joint never moves teaches a range
-// of zero width, useless to IK. It gets min_range, centred on what was seen,
-// and is reported.
+// A known pitfall (the Blade engine's IK notes): a clip in which a joint never
+// moves teaches a range of zero width, useless to IK. It gets min_range,
+// centred on what was seen, and is reported.
 TEST(LearnedLimits, NeverMovingJointGetsTheMinimumRangeAndIsReported) {
   SkeletonDesc d;
   d.joint_names = {"hip", "knee", "foot"};
@@ -340,7 +340,7 @@ TEST(ChainIkRealData, SolveRateOnCmuHandAndFootTargets) {
               job.chain = chain;
               job.target = target;
               job.max_iterations = 100;
-              job.tolerance.value = 1e-4f * length;
+              job.tolerance = AbsoluteTolerance(1e-4f * length);
               job.limits = limits;
               job.output = absl::MakeSpan(out);
               job.result = &r;
@@ -352,7 +352,7 @@ TEST(ChainIkRealData, SolveRateOnCmuHandAndFootTargets) {
               job.chain = chain;
               job.target = target;
               job.max_iterations = 100;
-              job.tolerance.value = 1e-4f * length;
+              job.tolerance = AbsoluteTolerance(1e-4f * length);
               job.limits = limits;
               job.output = absl::MakeSpan(out);
               job.result = &r;

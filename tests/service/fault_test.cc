@@ -170,13 +170,28 @@ class FaultTest : public ServiceTest {
 
   // An operation that takes real time per character: a full-body CCD
   // toward unreachable targets with a zero tolerance runs every iteration.
+  // Slow on purpose: a full-body CCD of up to 1000 sweeps (milliseconds)
+  // whose joints each move a five-hundredth of their step, toward targets
+  // it can reach (each effector's place with its grandparent turned): every
+  // sweep still gains, so the solver never stops early as stalled.
   static v1::Operation SlowOp() {
+    const Skeleton& skeleton = Walk().skeleton;
     v1::Operation op;
     v1::FullBodyCcdOp* ccd = op.mutable_full_body_ccd();
     for (const char* joint : {"lhand", "rhand", "LeftToe", "RightToe"}) {
+      const int j = skeleton.FindJoint(joint);
+      LocalPose turned(skeleton.rest_pose().begin(),
+                       skeleton.rest_pose().end());
+      const int grandparent = skeleton.parent(skeleton.parent(j));
+      turned[grandparent].rotation =
+          turned[grandparent].rotation *
+          Eigen::Quaternionf(Eigen::AngleAxisf(0.4f, Eigen::Vector3f::UnitX()));
       v1::FullBodyCcdEffector* e = ccd->add_effectors();
       e->set_joint(joint);
-      *e->mutable_target() = ToVec3(Eigen::Vector3f(500, 500, 500));
+      *e->mutable_target() = ToVec3(Model(turned)[j].translation);
+    }
+    for (int j = 0; j < skeleton.num_joints(); ++j) {
+      ccd->add_joint_weights(0.002f);
     }
     ccd->set_max_iterations(1000);
     ccd->mutable_tolerance()->set_absolute(0);
@@ -327,7 +342,7 @@ TEST_F(FaultTest, DeadlineExpiresMidSolve_DeadlineExceededAndTheWorkStops) {
     ASSERT_TRUE(stub_->Solve(&context, once, &response).ok());
     hash = response.characters(0).skeleton_hash();
   }
-  // About 20 ms of work per character here, so the batch would take many
+  // Milliseconds of work per character here, so the batch would take many
   // seconds against a 1 s deadline. The deadline is not shorter because on
   // a loaded machine the call must still reach the server's worker before
   // it expires (a call that expires in gRPC's queue never runs, and never

@@ -6,7 +6,7 @@
 // Session/<rig> (Session::Handle on a frame message, the answer cleared
 // and reused as the server's arena would be) and Jobs/<rig> (the jobs,
 // their inputs prepared as a core user would: the input pose copied, the
-// model pose computed for the analytic solver).
+// two-bone solver's parent transform computed from it).
 //
 // ./build/bench/posewire-bench --benchmark_filter='BM_SessionRig'
 //     --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -321,7 +321,6 @@ void BM_SessionRig_TwoBoneCcdSpring_Jobs(benchmark::State& state) {
                                 skeleton.FindJoint("RightElbow"),
                                 skeleton.FindJoint("RightWrist")};
   LocalPose pose(n), input(n);
-  ModelPose model(n);
   DynamicsState states[2];
   SpringBonesScratch scratch;
   int current = 0;
@@ -329,9 +328,6 @@ void BM_SessionRig_TwoBoneCcdSpring_Jobs(benchmark::State& state) {
   for (auto _ : state) {
     const Case& c = walk.cases[i];
     pose = c.input;
-    LocalToModelJob{
-        .skeleton = &skeleton, .input = pose, .output = absl::MakeSpan(model)}
-        .RunUnchecked();
     TwoBoneIkJob leg;
     leg.skeleton = &skeleton;
     leg.start_joint = skeleton.FindJoint("LeftHip");
@@ -339,7 +335,8 @@ void BM_SessionRig_TwoBoneCcdSpring_Jobs(benchmark::State& state) {
     leg.end_joint = skeleton.FindJoint("LeftAnkle");
     leg.target = c.left_foot;
     leg.input = pose;
-    leg.parent_model = model[skeleton.parent(leg.start_joint)];
+    leg.parent_model =
+        ParentModelTransformOrRoot(skeleton, pose, leg.start_joint);
     leg.output = absl::MakeSpan(pose);
     TwoBoneIkResult leg_result;
     leg.result = &leg_result;
@@ -365,8 +362,8 @@ void BM_SessionRig_TwoBoneCcdSpring_Jobs(benchmark::State& state) {
     spring.state_in = &states[current];
     spring.state_out = &states[1 - current];
     spring.output = absl::MakeSpan(pose);
-    SpringBonesReport report;
-    spring.report = &report;
+    SpringBonesResult report;
+    spring.result = &report;
     spring.scratch = &scratch;
     benchmark::DoNotOptimize(spring.Run());
     current = 1 - current;

@@ -51,30 +51,36 @@ absl::Span<const OpSpec> OpTable() { return TheTable().specs; }
 
 absl::Span<const UpdateField> UpdateFields() {
   static constexpr UpdateField kFields[] = {
-      {kUpdateTarget, "target",
-       [](const v1::OpUpdate& u) { return u.has_target(); }},
-      {kUpdateBendGoal, "bend_goal",
-       [](const v1::OpUpdate& u) { return u.has_bend_goal(); }},
-      {kUpdateTime, "time", [](const v1::OpUpdate& u) { return u.has_time(); }},
-      {kUpdateWeight, "weight",
-       [](const v1::OpUpdate& u) { return u.has_weight(); }},
-      {kUpdatePoleVector, "pole_vector",
-       [](const v1::OpUpdate& u) { return u.has_pole_vector(); }},
-      {kUpdateEndRotation, "end_rotation",
-       [](const v1::OpUpdate& u) { return u.has_end_rotation(); }},
-      {kUpdateEffectors, "effectors",
-       [](const v1::OpUpdate& u) { return !u.effectors().empty(); }},
-      {kUpdateLayerWeights, "layer_weights",
-       [](const v1::OpUpdate& u) { return !u.layer_weights().empty(); }},
-      {kUpdateGravity, "gravity",
-       [](const v1::OpUpdate& u) { return u.has_gravity(); }},
-      {kUpdateExternalForce, "external_force",
-       [](const v1::OpUpdate& u) { return u.has_external_force(); }},
-      {kUpdateWind, "wind", [](const v1::OpUpdate& u) { return u.has_wind(); }},
-      {kUpdateColliders, "colliders",
-       [](const v1::OpUpdate& u) { return !u.colliders().empty(); }},
+      {kUpdateTarget, "target"},
+      {kUpdateBendGoal, "bend_goal"},
+      {kUpdateTime, "time"},
+      {kUpdateWeight, "weight"},
+      {kUpdatePoleVector, "pole_vector"},
+      {kUpdateEndRotation, "end_rotation"},
+      {kUpdateEffectors, "effectors"},
+      {kUpdateLayerWeights, "layer_weights"},
+      {kUpdateGravity, "gravity"},
+      {kUpdateExternalForce, "external_force"},
+      {kUpdateWind, "wind"},
+      {kUpdateColliders, "colliders"},
   };
   return kFields;
+}
+
+uint32_t SetUpdateInputs(const v1::OpUpdate& u) {
+  // Runs for every update of every frame: plain presence checks, no table.
+  return (u.has_target() ? kUpdateTarget : 0u) |
+         (u.has_bend_goal() ? kUpdateBendGoal : 0u) |
+         (u.has_time() ? kUpdateTime : 0u) |
+         (u.has_weight() ? kUpdateWeight : 0u) |
+         (u.has_pole_vector() ? kUpdatePoleVector : 0u) |
+         (u.has_end_rotation() ? kUpdateEndRotation : 0u) |
+         (u.effectors().empty() ? 0u : kUpdateEffectors) |
+         (u.layer_weights().empty() ? 0u : kUpdateLayerWeights) |
+         (u.has_gravity() ? kUpdateGravity : 0u) |
+         (u.has_external_force() ? kUpdateExternalForce : 0u) |
+         (u.has_wind() ? kUpdateWind : 0u) |
+         (u.colliders().empty() ? 0u : kUpdateColliders);
 }
 
 const OpSpec* FindOpSpec(v1::Operation::OpCase op_case) {

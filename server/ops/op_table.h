@@ -34,16 +34,17 @@ enum UpdatableInput : uint32_t {
   kUpdateColliders = 1u << 11,
 };
 
-// One OpUpdate field: its bit, its name on the wire, whether an update sets
-// it.
+// One OpUpdate field: its bit and its name on the wire.
 struct UpdateField {
   UpdatableInput input;
   absl::string_view name;
-  bool (*is_set)(const v1::OpUpdate& update);
 };
 
 // Every OpUpdate field but `op`, in the proto's order.
 absl::Span<const UpdateField> UpdateFields();
+
+// The UpdatableInput bits of the fields `update` sets.
+uint32_t SetUpdateInputs(const v1::OpUpdate& update);
 
 // A bounded integer field of an op (a count of iterations or steps), as
 // GetInfo reports it. A value above `max` is outside the op's contract

@@ -147,33 +147,37 @@ namespace {
 absl::Status CheckOpUpdate(const v1::OpUpdate& update,
                            v1::Operation::OpCase op_case, UpdateWhere where) {
   const uint32_t takes = FindOpSpec(op_case)->updatable;
-  bool any = false;
-  for (const UpdateField& field : UpdateFields()) {
-    if (!field.is_set(update)) continue;
-    any = true;
-    if (takes & field.input) continue;
+  const uint32_t sent = SetUpdateInputs(update);
+  if (sent == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where(""), ": updates nothing (op ", update.op(), ", a ",
+        OperationName(op_case), ", takes ", OpUpdateFieldNames(takes), ")"));
+  }
+  if (const uint32_t extra = sent & ~takes; extra != 0) {
+    const UpdateField* field = nullptr;
+    for (const UpdateField& f : UpdateFields()) {
+      if (extra & f.input) {
+        field = &f;
+        break;
+      }
+    }
     // Which ops take this input, for the message, from the table itself.
     std::string ops;
     for (const OpSpec& spec : OpTable()) {
-      if (!(spec.updatable & field.input)) continue;
+      if (!(spec.updatable & field->input)) continue;
       absl::StrAppend(&ops, ops.empty() ? "" : ", ",
                       OperationName(spec.op_case));
     }
     const size_t last = ops.rfind(", ");
     if (last != std::string::npos) ops.replace(last, 2, " or ");
     return absl::InvalidArgumentError(absl::StrCat(
-        where(absl::StrCat(".", field.name)), ": op ", update.op(), " is a ",
+        where(absl::StrCat(".", field->name)), ": op ", update.op(), " is a ",
         OperationName(op_case), ", which takes ", OpUpdateFieldNames(takes),
         "; only ",
         absl::string_view("aeiou").find(ops[0]) != absl::string_view::npos
             ? "an "
             : "a ",
         ops, " op takes this update"));
-  }
-  if (!any) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where(""), ": updates nothing (op ", update.op(), ", a ",
-        OperationName(op_case), ", takes ", OpUpdateFieldNames(takes), ")"));
   }
   for (auto [set, value, leaf] :
        {std::tuple{update.has_target(), &update.target(), ".target"},

@@ -277,7 +277,7 @@ class SpringBones final : public PreparedOp {
     const bool created = emplaced.second;
     // The solver's ~20 work vectors, kept per thread between frames.
     thread_local SpringBonesScratch scratch;
-    SpringBonesReport report;
+    SpringBonesResult report;
     SpringBonesJob job;
     job.skeleton = &frame.skeleton;
     job.rig = &rig_;
@@ -290,7 +290,7 @@ class SpringBones final : public PreparedOp {
     job.reset = reset_;
     job.output = absl::MakeSpan(frame.pose);
     job.state_out = &slot->second.next;
-    job.report = &report;
+    job.result = &report;
     job.scratch = &scratch;
     if (absl::Status s = job.Run(); !s.ok()) {
       if (created) frame.state.springs.erase(slot);

@@ -161,9 +161,9 @@ absl::Status SpringBonesJob::Run() const {
   DynamicsState& s = *state_out;
   const bool initialize = reset || state_in == nullptr || state_in->empty();
   if (!initialize && state_in != state_out) s = *state_in;
-  SpringBonesReport local_report;
-  SpringBonesReport& r = report != nullptr ? *report : local_report;
-  r = SpringBonesReport();
+  SpringBonesResult local_result;
+  SpringBonesResult& r = result != nullptr ? *result : local_result;
+  r = SpringBonesResult();
   // A default-constructed rig has no layout (and no particles).
   static const SpringLaneLayout kNoLanes;
   const SpringLaneLayout& layout =

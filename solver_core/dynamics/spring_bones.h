@@ -268,7 +268,7 @@ struct SpringForces {
 };
 
 // What a solve did, for callers that want to know (metrics, tests).
-struct SpringBonesReport {
+struct SpringBonesResult {
   int substeps = 0;
   // The state was (re)initialised from the pose: empty state, `reset`, or a
   // teleport with TeleportResponse::kReset.
@@ -321,7 +321,7 @@ struct SpringBonesJob {
   // replaced; it may alias `input`.
   absl::Span<Transform> output = {};
   DynamicsState* state_out = nullptr;
-  SpringBonesReport* report = nullptr;  // optional
+  SpringBonesResult* result = nullptr;  // optional
 
   // Checks everything, naming the field and joint: skeleton and rig set and
   // matching, pose sizes, finite unit-rotation input, a valid component

@@ -90,8 +90,8 @@ inline std::vector<Transform> ModelOf(const Skeleton& s,
   std::vector<Transform> model(local.size());
   LocalToModelJob job;
   job.skeleton = &s;
-  job.local = local;
-  job.model = absl::MakeSpan(model);
+  job.input = local;
+  job.output = absl::MakeSpan(model);
   EXPECT_TRUE(job.Run().ok());
   return model;
 }

@@ -137,7 +137,7 @@ struct Sim {
   LocalPose output;
   SpringForces forces;
   std::vector<SpringCollider> colliders;
-  SpringBonesReport report;
+  SpringBonesResult report;
 
   Sim(const Skeleton& s, SpringRigDesc desc)
       : skeleton(&s),
@@ -158,7 +158,7 @@ struct Sim {
     job.scratch = &scratch;
     job.output = absl::MakeSpan(output);
     job.state_out = &state;
-    job.report = &report;
+    job.result = &report;
     return job.Run();
   }
 };
@@ -776,7 +776,7 @@ TEST(SpringColliders, KeepInsideSphereHoldsBonesIn) {
 
 struct TeleportRun {
   LocalPose output;
-  SpringBonesReport report;
+  SpringBonesResult report;
 };
 
 // Settles a chain for 2 s at the origin, then solves one frame at `jump`.

@@ -25,9 +25,9 @@ expect_contains "info" "$info" "version:"
 expect_contains "info" "$info" "max_joints_per_skeleton:  333"
 expect_contains "info" "$info" "threads:     2"
 # Each op with what a frame may update and its counts' ranges on this server.
-expect_contains "info" "$info" "two_bone_ik          updates: target, bend_goal"
-expect_contains "info" "$info" "ccd_ik               updates: target; max_iterations in [0, 1000]"
-expect_contains "info" "$info" "spring_bones         rig.max_substeps in [1, 64]"
+expect_contains "info" "$info" "two_bone_ik          updates: target, bend_goal, weight, pole_vector, end_rotation"
+expect_contains "info" "$info" "ccd_ik               updates: target, weight; max_iterations in [0, 1000]"
+expect_contains "info" "$info" "spring_bones         updates: gravity, external_force, wind, colliders; rig.max_substeps in [1, 64]"
 
 health=$("$cli_bin" health --server="$addr") || fail "posewire health failed: $health"
 [[ $health == SERVING ]] || fail "health: expected SERVING, got '$health'"

@@ -73,7 +73,7 @@ namespace spring_internal {
 
 void SimulateInLanes(const SpringBonesJob& job, const SpringLaneLayout& layout,
                      SpringSolveBuffers& buffers, Solver& solver,
-                     DynamicsState& s, SpringBonesReport& report) {
+                     DynamicsState& s, SpringBonesResult& report) {
   // The width is chosen once per solve; both give the same bits.
 #if POSEWIRE_AVX2_KERNELS
   if (layout.prefer_wide && ActiveSimdLevel() == SimdLevel::kAvx2) {

@@ -90,7 +90,7 @@ void Solver::Initialize(DynamicsState& s) const {
 }
 
 Transform Solver::HandleTeleport(DynamicsState& s,
-                                 SpringBonesReport& report) const {
+                                 SpringBonesResult& report) const {
   const Transform& prev = s.previous_component;
   const Transform& cur = component_;
   if (prev == cur) return prev;
@@ -247,7 +247,7 @@ void Solver::ApplyToPose(LaneEngine& engine, const DynamicsState& s,
 }
 
 void Solver::Prepare(bool initialize, DynamicsState& s,
-                     SpringBonesReport& report) {
+                     SpringBonesResult& report) {
   ComputeAnimatedPose();
   from_ = component_;
   if (initialize) {
@@ -260,7 +260,7 @@ void Solver::Prepare(bool initialize, DynamicsState& s,
 }
 
 void Solver::Simulate(LaneEngine& engine, DynamicsState& s,
-                      SpringBonesReport& report) {
+                      SpringBonesResult& report) {
   const Transform& from = from_;
 
   // Fixed steps. The state holds the time since its last step (the

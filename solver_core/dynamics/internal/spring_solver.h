@@ -87,10 +87,10 @@ class Solver {
   // Everything before the steps: the animated pose, the state (`initialize`:
   // start from the pose whatever `s` holds, else handle a teleport) and the
   // colliders.
-  void Prepare(bool initialize, DynamicsState& s, SpringBonesReport& report);
+  void Prepare(bool initialize, DynamicsState& s, SpringBonesResult& report);
   // The fixed steps and the output pose, the lane work done by `engine`.
   void Simulate(LaneEngine& engine, DynamicsState& s,
-                SpringBonesReport& report);
+                SpringBonesResult& report);
 
  private:
   void ComputeAnimatedPose();
@@ -100,7 +100,7 @@ class Solver {
   }
   void Initialize(DynamicsState& s) const;
   // Returns the component transform the frame's motion starts from.
-  Transform HandleTeleport(DynamicsState& s, SpringBonesReport& report) const;
+  Transform HandleTeleport(DynamicsState& s, SpringBonesResult& report) const;
   void PlaceColliders();
   void Step(LaneEngine& engine, DynamicsState& s, const Transform& from,
             const Transform& to, float alpha);
@@ -124,7 +124,7 @@ class Solver {
 // (spring_lane_engine.cc). Both give the same bits.
 void SimulateInLanes(const SpringBonesJob& job, const SpringLaneLayout& layout,
                      SpringSolveBuffers& buffers, Solver& solver,
-                     DynamicsState& s, SpringBonesReport& report);
+                     DynamicsState& s, SpringBonesResult& report);
 
 }  // namespace spring_internal
 }  // namespace posewire

@@ -309,6 +309,14 @@ std::vector<BadInput> IkRows() {
       },
       StatusCode::INVALID_ARGUMENT,
       "full_body_ccd.effectors[0].target: NaN or infinite"));
+  add(SolveRow(
+      "full_body_ccd_tolerance_relative_to_chain",
+      "full_body_ccd tolerance relative_to_chain 0.001 (no single chain)",
+      [](auto& r) {
+        FullBodyCcd(r)->mutable_tolerance()->set_relative_to_chain(0.001f);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "full_body_ccd.tolerance: relative_to_chain names no chain here"));
   add(SolveSameRow(
       "full_body_ccd_joint_weight_two",
       "full_body_ccd joint_weights[3] = 2 (clamped: same as 1)",

@@ -1,6 +1,7 @@
 // full_body_biped_ik: FinalIK's FullBodyBipedIK on a biped mapping (found
 // by joint names or given), with effectors for body, shoulders, thighs,
 // hands and feet, and per-limb settings.
+#include <array>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -68,7 +69,8 @@ class FullBodyBipedIk final : public PreparedOp {
 
   absl::Status CheckUpdate(const v1::OpUpdate& update,
                            UpdateWhere where) const override {
-    std::vector<bool> seen(kNumBipedEffectors, false);
+    // Checked every frame that carries effectors: no heap allocation.
+    std::array<bool, kNumBipedEffectors> seen{};
     for (int i = 0; i < update.effectors_size(); ++i) {
       const v1::EffectorUpdate& e = update.effectors(i);
       auto at = [&](absl::string_view leaf) {

@@ -198,7 +198,6 @@ absl::StatusOr<std::vector<JointLimit>> LimitsFromProto(
 
 absl::Status CheckIndexedEffectorUpdates(const v1::OpUpdate& update, int count,
                                          bool takes_weight, UpdateWhere where) {
-  std::vector<bool> seen(count, false);
   for (int i = 0; i < update.effectors_size(); ++i) {
     const v1::EffectorUpdate& e = update.effectors(i);
     auto at = [&](absl::string_view leaf) {
@@ -210,12 +209,11 @@ absl::Status CheckIndexedEffectorUpdates(const v1::OpUpdate& update, int count,
                        " is not an effector of this op, which has ", count,
                        " (indices from 0)"));
     }
-    if (seen[e.index()]) {
+    if (IndexRepeats(update.effectors(), i)) {
       return absl::InvalidArgumentError(
           absl::StrCat(at(".index"), ": effector ", e.index(),
                        " already has an update in this frame"));
     }
-    seen[e.index()] = true;
     if (e.id() != 0 || e.has_rotation() || e.has_rotation_weight() ||
         (!takes_weight && e.has_position_weight())) {
       return absl::InvalidArgumentError(absl::StrCat(

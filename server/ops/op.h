@@ -157,6 +157,17 @@ inline Eigen::Vector3f UpdateVector(const v1::Vec3& v) {
   return Eigen::Vector3f(v.x(), v.y(), v.z());
 }
 
+// Whether entry `i` of an update's indexed list (effectors, colliders)
+// names the same index as an earlier entry. Such lists hold a few entries
+// and are checked every frame, so a scan, not a set.
+template <typename Entries>
+bool IndexRepeats(const Entries& entries, int i) {
+  for (int j = 0; j < i; ++j) {
+    if (entries[j].index() == entries[i].index()) return true;
+  }
+  return false;
+}
+
 // Names a field of the frame's OpUpdate in an error, e.g. where(".wind")
 // is "frame.characters[0].op_updates[1].wind".
 using UpdateWhere = absl::FunctionRef<std::string(absl::string_view leaf)>;

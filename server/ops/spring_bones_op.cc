@@ -221,7 +221,6 @@ class SpringBones final : public PreparedOp {
         return WindFromProto(update.wind(), where(".wind")).status();
       }
     }
-    std::vector<bool> seen(colliders_.size(), false);
     for (int i = 0; i < update.colliders_size(); ++i) {
       const v1::ColliderUpdate& c = update.colliders(i);
       auto at = [&](absl::string_view leaf) {
@@ -233,12 +232,11 @@ class SpringBones final : public PreparedOp {
                          " is not a collider of this op, which has ",
                          colliders_.size(), " (indices from 0)"));
       }
-      if (seen[c.index()]) {
+      if (IndexRepeats(update.colliders(), i)) {
         return absl::InvalidArgumentError(
             absl::StrCat(at(".index"), ": collider ", c.index(),
                          " already has an update in this frame"));
       }
-      seen[c.index()] = true;
       if (!c.has_offset()) {
         return absl::InvalidArgumentError(
             absl::StrCat(at(""), ": updates nothing (set offset)"));

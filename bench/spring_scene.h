@@ -15,7 +15,7 @@
 
 namespace posewire {
 
-inline constexpr int kSpringSceneChains = 8;  // issue 6's rig
+inline constexpr int kSpringSceneChains = 8;  // the benchmarked hair rig
 inline constexpr int kSpringSceneBonesPerChain = 8;
 
 struct SpringScene {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Where the CPU goes in the batch scenario (issue 8's aim: service >= 50% of
+# Where the CPU goes in the batch scenario (the aim: service >= 50% of
 # in-process): CPU microseconds per character-frame spent by the server, by
 # the load generator, and by the same work in process. Throughput ratios move
 # with every neighbour on a shared machine; CPU time per unit of work moves

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The issue-8 load scenarios against real posewire-server processes, each run
+# The load scenarios (docs/PERFORMANCE.md) against real posewire-server processes, each run
 # RUNS times; prints the median of each figure as a Markdown table and keeps
 # every run's --json report in OUT.
 #

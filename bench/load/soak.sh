@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Soak: a real posewire-server under about 80% of its measured capacity for a
-# long time, checking that nothing degrades (issue 11, item 4).
+# long time, checking that nothing degrades.
 #
 #   bench/load/soak.sh BUILD_DIR [DURATION=1800] [OUT=/tmp/posewire-soak]
 #

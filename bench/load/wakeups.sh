@@ -1,7 +1,7 @@
 #!/bin/bash
 # What one interactive message costs the machine: CPU microseconds and
 # context switches per message, for the server and for the load generator,
-# in issue 8's interactive scenario (200 streams, 1 character per message,
+# in the interactive scenario (200 streams, 1 character per message,
 # 60 Hz each, 4 connections). The tail latency of that scenario follows how
 # busy the two shared cores are, and on this VM a context switch (a thread
 # put to sleep and woken, often by an interrupt from the other core) is a

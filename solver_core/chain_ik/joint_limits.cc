@@ -49,8 +49,8 @@ float WrapPi(float a) {
 
 // Clamps `a` to [lo, hi]. For angles that wrap at +-pi the nearest bound is
 // chosen on the circle (an angle just below -pi is near a bound at +pi).
-// Applies seed 004's nudge when given. Sets *changed when the result differs
-// from `a`.
+// Applies the LimitNudge heuristic when given. Sets *changed when the result
+// differs from `a`.
 float ClampAngle(float a, float lo, float hi, bool wraps,
                  const LimitNudge* nudge, bool* changed) {
   if (a >= lo && a <= hi) return a;

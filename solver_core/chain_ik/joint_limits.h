@@ -2,11 +2,10 @@
 // joint may take, and the projection of any rotation onto that set.
 //
 // Three kinds, all applied to a joint's local rotation (relative to its
-// parent), as seed 004 requires ("the constraint angles are local limits of
-// the joint ... applied in the joint's local space"):
+// parent), as the Blade engine's IK notes define them (docs/REFERENCES.md):
 //  - Euler: min/max per axis for the angles of a stated rotation order
-//    (seed 004's ik_constraints: "the angle of the state, not of the step").
-//    Each angle is clamped independently, as the seed does.
+//    (the limit bounds the joint's state, not the step a solver takes).
+//    Each angle is clamped independently, as the Blade notes do.
 //  - Swing-twist (ball and socket, Hands-on C++ Game Animation Programming
 //    ch. 13): a cone of half-angle max_swing around a twist axis, plus a twist
 //    range about that axis.
@@ -14,10 +13,10 @@
 //    angle; any off-axis part of the rotation is removed.
 // Every limit is expressed relative to a `reference` rotation: the limited
 // quantity is conj(reference) * local. Identity means "the raw local
-// rotation" (seed 004, and BVH rigs whose rest rotations are identity); the
-// rest rotation means "relative to the bind pose" (glTF rigs).
+// rotation" (the Blade notes, and BVH rigs whose rest rotations are identity);
+// the rest rotation means "relative to the bind pose" (glTF rigs).
 //
-// Also here: seed 001's signed 2D angle limits for planar chains (the angle
+// Also here: signed 2D angle limits for planar follow chains (the angle
 // from one segment to the next, measured about the plane normal), which act
 // on directions rather than on local rotations; FABRIK uses them in its
 // position passes.
@@ -123,12 +122,12 @@ inline const JointLimit* FindJointLimit(absl::Span<const JointLimit> limits,
   return &limits[joint];
 }
 
-// Seed 004's heuristic against joints stuck at a limit (a straight knee that
-// CCD keeps trying to bend the wrong way): when an angle is clamped to its
+// The Blade notes' heuristic against joints stuck at a limit (a straight knee
+// that CCD keeps trying to bend the wrong way): when an angle is clamped to its
 // lower bound and that bound is above -threshold, or to its upper bound and
 // that bound is below +threshold, it is pushed `fraction` of its range into
 // the allowed interval instead, so the next step starts bent the way the
-// joint can bend. The seed hard-codes threshold 5e-2 and writes
+// joint can bend. The notes hard-code threshold 5e-2 and write
 // `pitch = max * 1e-2`, which is what min + fraction * (max - min) gives for
 // a bound at zero; for other bounds this form stays inside the range.
 struct LimitNudge {
@@ -139,7 +138,7 @@ struct LimitNudge {
 // The rotation inside `limit` for `local` (a unit quaternion): unchanged when
 // already inside; otherwise each limited parameter (Euler angle, twist,
 // swing, hinge angle) is clamped to its nearest bound (circularly for angles
-// that wrap at pi). With `nudge`, seed 004's heuristic above applies to
+// that wrap at pi). With `nudge`, the nudge heuristic above applies to
 // Euler, twist and hinge angles. The result is a unit quaternion.
 Eigen::Quaternionf ApplyJointLimit(const JointLimit& limit,
                                    const Eigen::Quaternionf& local,
@@ -162,10 +161,10 @@ Eigen::Quaternionf AimWithinJointLimit(const JointLimit& limit,
                                        const Eigen::Vector3f& bone,
                                        const Eigen::Vector3f& want);
 
-// Seed 001's per-segment limit: the signed angle (radians, right-handed
-// about the plane normal) from the previous segment's direction to this
-// one's, within [min, max] subset of [-pi, pi]. The seed's default (-180,
-// 180) means unlimited.
+// A planar follow chain's per-segment limit: the signed angle (radians,
+// right-handed about the plane normal) from the previous segment's direction to
+// this one's, within [min, max] subset of [-pi, pi]. The default (-180, 180)
+// means unlimited.
 struct SignedAngleRange {
   float min = -EIGEN_PI;
   float max = EIGEN_PI;

@@ -1,15 +1,15 @@
-// Joint limits learnt from animation (seed 004, after Blade's ik_constraints
-// extraction): the range of motion each joint shows in one or more clips
-// becomes its limit for CCD and FABRIK.
+// Joint limits learnt from animation (after the Blade engine's IK notes,
+// docs/REFERENCES.md): the range of motion each joint shows in one or more
+// clips becomes its limit for CCD and FABRIK.
 //
 // For every rotation key of every joint, the rotation relative to a
 // reference (the rest rotation by default) is decomposed as Euler angles in
 // a stated order, or as swing and twist about the rest bone direction; the
 // extremes are kept per joint. The reference itself (the rest pose) is
-// always inside, as in the seed (it starts each range at zero). Observing is
-// separate from finalising so clips can be merged first (seed 004: "offline
-// tools that merge skeleton/animation files must also merge these
-// constraint angles"): merging takes the union of the observed ranges.
+// always inside, as in the Blade notes (each range starts at zero). Observing
+// is separate from finalising so clips can be merged first (tools that merge
+// skeletons or clips must merge their limits too): merging takes the union
+// of the observed ranges.
 //
 // Finalising widens every range by a margin on each side, then handles the
 // seed's warning that a clip in which a knee never bends yields a range too

@@ -63,7 +63,7 @@ struct DynamicsState {
   std::vector<Eigen::Vector3f> previous_pose_positions;
 
   // An empty state makes the next solve initialise from the animated pose
-  // (KawaiiPhysics' InitModifyBones / the seed's InitBoneData).
+  // (KawaiiPhysics' InitModifyBones).
   bool empty() const { return positions.empty(); }
   // Forgets everything: the next solve starts from the pose again. Keeps
   // the vectors' capacity.

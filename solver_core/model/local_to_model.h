@@ -5,7 +5,7 @@
 // pass over the topologically ordered joints, optionally
 // restricted to the subtree under one joint (IK solvers change a few joints
 // and only need their descendants refreshed). ModelToLocalJob is its inverse
-// (seed 000 appendix: local = inverse(parent model) * model).
+// (local = inverse(parent model) * model).
 #ifndef POSEWIRE_SOLVER_CORE_MODEL_LOCAL_TO_MODEL_H_
 #define POSEWIRE_SOLVER_CORE_MODEL_LOCAL_TO_MODEL_H_
 

@@ -29,10 +29,13 @@
 #define POSEWIRE_AVX2_INLINE \
   __attribute__((target("avx2"), always_inline)) inline
 #if defined(__clang__)
+// clang-format would split the pragma string.
+// clang-format off
 #define POSEWIRE_AVX2_REGION_BEGIN                                    \
   _Pragma("clang attribute push(__attribute__((target(\"avx2\"))), \
 apply_to = function)")
 #define POSEWIRE_AVX2_REGION_END _Pragma("clang attribute pop")
+// clang-format on
 #else
 #define POSEWIRE_AVX2_REGION_BEGIN \
   _Pragma("GCC push_options") _Pragma("GCC target(\"avx2\")")

@@ -177,10 +177,10 @@ inline Transform Combine(const Transform& parent, const Transform& child) {
   return out;
 }
 
-// inverse(parent) * model (seed 000 appendix: a joint's local transform from
-// its own and its parent's model-space transforms). The exact inverse of
-// Combine: LocalFromModel(p, Combine(p, l)) == l up to rounding, provided no
-// scale component of p is zero.
+// inverse(parent) * model: a joint's local transform from its own and its
+// parent's model-space transforms (Szauer 2020, docs/REFERENCES.md). The exact
+// inverse of Combine: LocalFromModel(p, Combine(p, l)) == l up to rounding,
+// provided no scale component of p is zero.
 inline Transform LocalFromModel(const Transform& parent_model,
                                 const Transform& model) {
   Transform out;

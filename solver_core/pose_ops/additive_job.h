@@ -2,24 +2,24 @@
 // a delta pose; AdditiveJob applies a delta to a pose with a weight, a
 // per-joint mask and a blend root.
 //
-// Source: the seed's MakeAdditivePose / Add (Hands-on C++ Game Animation
-// Programming, ch. 12: result = input + (additive - base)), with
+// Source: MakeAdditivePose / Add of Szauer 2020 (docs/REFERENCES.md),
+// ch. 12: result = input + (additive - base)), with
 // ozz-animation's additive layers as the reference for weights and masks.
 // Computing the delta once (when a clip or pose is registered) instead of
-// subtracting the base every frame, as the seed does, halves the per-frame
+// subtracting the base every frame, as the book does, halves the per-frame
 // work and lets a delta be stored, sent and reused.
 //
 // Conventions, per joint (d = delta, b = base, a = additive, in = input):
 // - Translation adds: d.t = a.t - b.t; out.t = in.t + w * d.t.
 // - Rotation composes in the joint's local space (post-multiplication, as
-//   the seed's `input * inverse(base) * additive`): d.r = conj(b.r) * a.r,
+//   the book's `input * inverse(base) * additive`): d.r = conj(b.r) * a.r,
 //   normalised; out.r = in.r * d.r^w, where d.r^w is the shortest-path nlerp
 //   from identity to d.r (d.r itself at w = 1). Applying the delta of
 //   (b, a) to b with weight 1 gives a.
 // - Scale multiplies: d.s = a.s / b.s; out.s = in.s * lerp(1, d.s, w).
 //   Scale is a factor, not an offset: a base scale of 2 and an additive of 3
 //   means "1.5 times bigger", which must turn an input of 4 into 6. The
-//   seed's in.s + (a.s - b.s) would give 5, and would turn an input of 0.5
+//   book's in.s + (a.s - b.s) would give 5, and would turn an input of 0.5
 //   with a delta of -1 into a negative (mirrored) scale. A zero component of
 //   the base scale is INVALID_ARGUMENT, since no factor maps it to the
 //   additive.
@@ -87,7 +87,7 @@ struct AdditiveJob {
   void RunUnchecked() const;
 };
 
-// The seed's MakeAdditivePose: `clip` sampled at `time` (clamped to the clip)
+// The book's MakeAdditivePose: `clip` sampled at `time` (clamped to the clip)
 // over the rest pose; use it as MakeAdditiveJob's base.
 absl::StatusOr<LocalPose> SampleAdditiveBase(const Skeleton& skeleton,
                                              const Clip& clip,

@@ -1,8 +1,8 @@
 // BlendingJob: weighted blend of N local poses, with per-joint weight masks
 // and an optional blend root.
 //
-// Generalises the seed's Blend(a, b, t, root) (Hands-on C++ Game Animation
-// Programming, ch. 12) to N layers in the manner of ozz-animation's
+// Generalises the two-pose Blend(a, b, t, root) of Szauer 2020, ch. 12
+// (docs/REFERENCES.md) to N layers in the manner of ozz-animation's
 // BlendingJob: every layer contributes weight * joint_weight[j] at joint j;
 // weights are normalised per joint; translations and scales blend as weighted
 // sums, rotations as a weighted quaternion sum in which each layer's
@@ -10,7 +10,7 @@
 // layer's (q and -q are the same rotation), then normalised. (ozz compares
 // with the running sum instead; comparing with the first keeps the layers
 // independent of each other, which lets them pipeline, and is identical for
-// two layers.) With two layers this is the seed's mix: lerp and
+// two layers.) With two layers this is the book's mix: lerp and
 // shortest-path nlerp.
 //
 // Layout and speed: poses stay arrays of Transform (the interface); the
@@ -53,7 +53,7 @@
 //   output is that layer's transform bit for bit (so weights 1 and 0 return
 //   the inputs unchanged, with no renormalisation rounding).
 // - Blend root: joints outside the subtree of `blend_root` do not blend at
-//   all; they get the fallback bit for bit. The seed's Blend(a, b, t, root)
+//   all; they get the fallback bit for bit. The book's Blend(a, b, t, root)
 //   is layers {a: 1 - t, b: t}, base_layer 0, blend_root root.
 // - `output` may alias any layer's transforms (in-place blending, as the
 //   seed's Blend does): every joint reads all layers before it is written.

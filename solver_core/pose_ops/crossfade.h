@@ -1,14 +1,14 @@
-// Crossfade: the seed's CrossFadeTaskManager (Hands-on C++ Game Animation
-// Programming, ch. 12) made stateless. Everything that lasts between frames
+// Crossfade: the CrossFadeTaskManager of Szauer 2020, ch. 12
+// (docs/REFERENCES.md), made stateless. Everything that lasts between frames
 // is a CrossfadeState value, plain numbers and clip indices (no pointers), so
 // a service can store, serialise and hand it back; CrossfadeJob advances it by
 // dt against a list of clips and produces the pose.
 //
-// Semantics (the seed's, with its gaps filled in):
+// Semantics (the book's, with its gaps filled in):
 // - The state plays one current clip (an index into the job's `clips`, -1
 //   for none) and a queue of fades, each with its own target clip, playback
 //   time, duration, elapsed time and curve.
-// - FadeTo with nothing playing starts the clip at once (the seed's
+// - FadeTo with nothing playing starts the clip at once (the book's
 //   BeginPlay). Fading to the clip already last in the queue, or to the
 //   playing clip when the queue is empty, adds nothing. The queue holds at
 //   most kMaxQueuedFades fades.
@@ -34,7 +34,7 @@
 // - Rest pose when nothing is playing.
 // - Errors leave `next_state` untouched (the step is computed aside and
 //   committed last); the pose is then unspecified.
-// - The fade curve applies to the weight: linear (the seed's
+// - The fade curve applies to the weight: linear (the book's
 //   elapsed / duration, clamped to 1) or smoothstep x^2 (3 - 2x), which
 //   starts and ends the fade with zero slope.
 #ifndef POSEWIRE_SOLVER_CORE_POSE_OPS_CROSSFADE_H_
@@ -85,7 +85,7 @@ struct FadeRequest {
   float duration = 0.25f;
   FadeCurve curve = FadeCurve::kLinear;
   PlaybackMode mode = PlaybackMode::kLoop;
-  // Where the target clip starts playing (the seed starts at 0).
+  // Where the target clip starts playing (the book starts at 0).
   float start_time = 0.0f;
 };
 
@@ -93,7 +93,7 @@ struct FadeRequest {
 // [0, 1], 1 for a zero-length fade.
 float FadeWeight(FadeCurve curve, float elapsed, float duration);
 
-// Plays `clip` from `start_time` with no fades (the seed's BeginPlay).
+// Plays `clip` from `start_time` with no fades (the book's BeginPlay).
 CrossfadeState Play(int clip, float start_time = 0.0f,
                     PlaybackMode mode = PlaybackMode::kLoop);
 

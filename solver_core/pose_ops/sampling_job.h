@@ -18,7 +18,7 @@
 //
 // Conventions:
 // - Time. kLoop wraps the requested time into [0, duration) with fmod (so
-//   duration itself plays as 0, the seed's AdjustTimeToFitRange); kClamp
+//   duration itself plays as 0, Szauer 2020's AdjustTimeToFitRange); kClamp
 //   clamps it into [0, duration]. A zero-length clip always samples at 0.
 // - Before a track's first key the first key's value holds, after its last
 //   key the last value holds (glTF); there is no interpolation across the loop

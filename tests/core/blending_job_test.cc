@@ -1,7 +1,7 @@
 // BlendingJob: N-layer weighted blend with masks, blend root, threshold and
 // fallback, each property checked against an independent computation in the
 // test: weighted averages in double, nlerp angles about one axis in closed
-// form, the seed's two-pose Blend(a, b, t, root) written out here, and
+// form, Szauer 2020's two-pose Blend(a, b, t, root) written out here, and
 // bit-for-bit identity where the header promises it.
 
 #include "solver_core/pose_ops/blending_job.h"
@@ -53,7 +53,7 @@ LocalPose Blend(const Skeleton& skeleton, std::vector<BlendLayer> layers,
   return out;
 }
 
-// The seed's IsInHierarchy: walk the parents up from `joint`.
+// The book's IsInHierarchy: walk the parents up from `joint`.
 bool InHierarchy(const Skeleton& skeleton, int root, int joint) {
   for (int j = joint; j != kNoParent; j = skeleton.parent(j)) {
     if (j == root) return true;
@@ -163,7 +163,7 @@ TEST_F(BlendingTest, Blend_OppositeSignQuaternionsBlendToTheirRotation) {
 }
 
 TEST_F(BlendingTest, Blend_MatchesTheSeedsTwoPoseBlendWithBlendRoot) {
-  // The seed's Blend(a, b, t, root), written out: joints under `root` get
+  // The book's Blend(a, b, t, root), written out: joints under `root` get
   // mix(a, b, t) (lerp, shortest-path nlerp), the others keep a.
   const int root = 2;
   const float t = 0.35f;

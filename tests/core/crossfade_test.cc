@@ -1,4 +1,4 @@
-// Crossfade: the seed's CrossFadeTaskManager semantics as a state value and
+// Crossfade: Szauer 2020's CrossFadeTaskManager semantics as a state value and
 // a step function. Poses are checked against SamplingJob output of the clips
 // involved and against weighted averages computed in the test; the state
 // against the documented rules (queue, promotion, dt edge cases); and, on
@@ -433,7 +433,7 @@ TEST(CrossfadeRealDataTest, Crossfade_CmuClipsReachTheTargetAndStayContinuous) {
             << "step " << steps << " joint " << j;
         // Where the two clips' rotations cross 180 degrees apart, the
         // shortest path switches sides: the one discontinuity of any
-        // stateless quaternion blend (the seed's and ozz's alike). To see
+        // stateless quaternion blend (the book's and ozz's alike). To see
         // it, follow each clip's quaternion continuously (q and -q are one
         // rotation, and sampled keys carry either sign) and watch the sign
         // of their dot product. At a switch the gap must have passed 180

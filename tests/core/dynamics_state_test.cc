@@ -1,4 +1,4 @@
-// DynamicsState's wire form (issue 6, item 5): round trips bit for bit, a
+// DynamicsState's wire form: round trips bit for bit, a
 // parsed state continues a simulation exactly as the original would, and
 // garbage of every kind is INVALID_ARGUMENT, never a crash.
 #include "solver_core/dynamics/dynamics_state.h"

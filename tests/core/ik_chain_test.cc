@@ -1,8 +1,8 @@
 // Shared chain IK math (ik_chain.h): from-to rotations including the
 // antiparallel case, chain validation messages, skeleton size and relative
 // tolerance, gathering a chain against independent matrix FK, and mapping
-// positions back to rotations (the corrected WorldToIKChain of seed 000):
-// positions reproduced, twist about each bone preserved.
+// positions back to rotations (the corrected WorldToIKChain of Szauer 2020, ch.
+// 13): positions reproduced, twist about each bone preserved.
 
 #include "solver_core/chain_ik/ik_chain.h"
 
@@ -190,7 +190,7 @@ TEST(IkChain, GatherMatchesIndependentForwardKinematics) {
 // Positions found in model space go back to local rotations so that FK of
 // the result reproduces them, and each joint turns by a pure swing (no
 // twist about its bone). The chain hangs under a rotated parent and has
-// rotated joint frames: the seed's "fixed" WorldToIKChain (delta always
+// rotated joint frames: the book's "fixed" WorldToIKChain (delta always
 // identity) and a joint-frame delta pre-multiplied onto the local rotation
 // both fail this.
 TEST(IkChain, AlignChainToReproducesPositionsAndPreservesTwist) {

@@ -1,7 +1,7 @@
 // Joint limits (joint_limits.h): Euler decomposition in every order checked
 // by recomposing with Eigen's AngleAxis, per-axis Euler clamping (with the
 // wrap at +-pi), swing-twist cone and twist range, hinge projection,
-// reference frames, seed 004's nudge, seed 001's signed 2D limits, and a
+// reference frames, the Blade notes' nudge, planar signed 2D limits, and a
 // property sweep: whatever goes in, what comes out satisfies the limit by an
 // independent check and is a fixed point of the limit.
 
@@ -202,9 +202,9 @@ TEST(LimitNudge, PushesAJointClampedNearZeroIntoItsRange) {
   const Eigen::Vector3f axis = Eigen::Vector3f::UnitX();
   const JointLimit knee = HingeLimit(axis, 0.0f, 2.6f);
   const Eigen::Quaternionf wrong(Eigen::AngleAxisf(-0.3f, axis));
-  const LimitNudge nudge;  // seed 004: threshold 0.05, fraction 0.01
+  const LimitNudge nudge;  // the Blade notes: 0.05, 0.01
   const Eigen::Quaternionf r = ApplyJointLimit(knee, wrong, &nudge);
-  // The seed's `pitch = max * 1e-2` for a bound at zero.
+  // The notes' `pitch = max * 1e-2` for a bound at zero.
   EXPECT_NEAR(2.0f * std::atan2(r.vec().dot(axis), r.w()), 0.026f, 1e-5f);
   // Upper bound at zero: pushed toward the negative side.
   const JointLimit other = HingeLimit(axis, -2.0f, 0.0f);

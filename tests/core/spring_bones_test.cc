@@ -1,4 +1,4 @@
-// Spring-bone dynamics (issue 6, item 6). Every property is checked against
+// Spring-bone dynamics. Every property is checked against
 // an expectation computed here, independently of the solver: forward
 // kinematics with Eigen::Affine3f, point-to-shape distances written out per
 // shape, the physics of a hanging chain, a reference run without the event

@@ -54,8 +54,8 @@ TEST_F(GoldenReplayTest, SolveAnswersMatchTheRecordingBitForBit) {
     grpc::ClientContext context;
     v1::SolveResponse response;
     const grpc::Status status = stub_->Solve(&context, request, &response);
-    ASSERT_TRUE(status.ok()) << "request " << i / 2 << ": "
-                             << status.error_message();
+    ASSERT_TRUE(status.ok())
+        << "request " << i / 2 << ": " << status.error_message();
     EXPECT_TRUE(CanonicalBytes(response) == records[i + 1].bytes)
         << "request " << i / 2 << ": "
         << Difference(records[i + 1].bytes, response);

@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
-# Installs the Debian bookworm packages posewire needs to build and test.
+# Installs the Debian bookworm packages a job needs, and nothing more.
+#
+#   scripts/bootstrap.sh [SET...]      (no set: test)
+#
+#   serve   build and run the server and the clients (scripts/run.sh)
+#   test    serve, plus what the whole suite needs (scripts/test.sh,
+#           scripts/sanitize.sh): GoogleTest, Google Benchmark, the Python
+#           client's and the Blender add-on's packages, clang-format
+#   fuzz    serve, plus clang and libFuzzer (scripts/fuzz.sh)
+# The deployment test (scripts/test-deploy.sh) installs its own (Docker,
+# compose, debootstrap).
+#
 # Idempotent: when everything is present it makes no apt call at all.
 # As root it installs what is missing; otherwise it prints the one command
 # to run and exits 1.
 set -euo pipefail
 
-packages=(
+serve_packages=(
   # toolchain
   g++ cmake ninja-build pkg-config git
   # gRPC, Protobuf, Abseil and the gRPC health/reflection .proto files
@@ -13,26 +24,43 @@ packages=(
   libabsl-dev grpc-proto libssl-dev prometheus-cpp-dev
   # logging, math, asset import (tinygltf needs nlohmann-json's header)
   libspdlog-dev libeigen3-dev libtinygltf-dev nlohmann-json3-dev
+)
+test_packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
-  # the libFuzzer targets (scripts/fuzz.sh, run by CI): clang and its
-  # runtime libraries (libFuzzer, ASan, UBSan)
-  clang-14 libclang-rt-14-dev
   # the openssl command line: security tests make their own test CA
   openssl
   # the Python client (clients/python) and its test
   python3-grpcio python3-protobuf
   # tests/deploy parses the Kubernetes and compose YAML
   python3-yaml
-  # scripts/test-deploy.sh (run by CI): Docker engine, compose v1 and
-  # debootstrap for the local base image; the script starts its own
-  # private dockerd
-  docker.io docker-compose debootstrap
   # the Blender add-on's headless tests (tests/blender): Blender 3.4 on the
   # system Python; ~630 MB and ~75 s without recommends; its glTF importer
   # needs numpy, which is only a recommendation
   blender python3-numpy
+  # the formatting check (scripts/check_format.sh)
+  clang-format-14
 )
+fuzz_packages=(
+  # the libFuzzer targets: clang and its runtime libraries (libFuzzer,
+  # ASan, UBSan)
+  clang-14 libclang-rt-14-dev
+)
+
+sets=("$@")
+[[ ${#sets[@]} -gt 0 ]] || sets=(test)
+packages=("${serve_packages[@]}")
+for set in "${sets[@]}"; do
+  case $set in
+    serve) ;;
+    test) packages+=("${test_packages[@]}") ;;
+    fuzz) packages+=("${fuzz_packages[@]}") ;;
+    *)
+      echo "usage: $0 [serve|test|fuzz]..." >&2
+      exit 2
+      ;;
+  esac
+done
 
 missing=()
 for package in "${packages[@]}"; do
@@ -41,7 +69,7 @@ for package in "${packages[@]}"; do
 done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "bootstrap: all ${#packages[@]} Debian packages present"
+  echo "bootstrap: all ${#packages[@]} Debian packages for ${sets[*]} present"
   exit 0
 fi
 
@@ -56,5 +84,6 @@ export DEBIAN_FRONTEND=noninteractive
 # A fresh machine may have no package lists; a failed refresh (offline, a
 # mirror hiccup) is not fatal if the lists already hold what we need.
 apt-get update -q || echo "bootstrap: apt-get update failed; trying with existing lists" >&2
-apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
+apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
+  "${missing[@]}" </dev/null
 echo "bootstrap: installed ${missing[*]}"

@@ -24,9 +24,10 @@ all_targets=(bvh_reader_fuzzer gltf_reader_fuzzer solve_fuzzer session_fuzzer)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all_targets[@]}")
 
+"$root/scripts/bootstrap.sh" fuzz
 if ! command -v clang++-14 >/dev/null ||
    ! compgen -G '/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a' >/dev/null; then
-  echo "fuzz: needs clang-14 and libclang-rt-14-dev (./scripts/bootstrap.sh installs them)" >&2
+  echo "fuzz: needs clang-14 and libclang-rt-14-dev (./scripts/bootstrap.sh fuzz installs them)" >&2
   exit 1
 fi
 

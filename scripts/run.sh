@@ -6,6 +6,6 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${BUILD_DIR:-$root/build}
 
-"$root/scripts/build.sh" posewire-server posewire
+POSEWIRE_SET=serve "$root/scripts/build.sh" posewire-server posewire
 echo "run: starting posewire-server (Ctrl-C to stop); try: $build_dir/clients/posewire info"
 exec "$build_dir/server/posewire-server" --listen=127.0.0.1:50051 "$@"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the whole suite under sanitizers and runs it with ctest (issue 11,
-# item 5). The exit code is non-zero if any build or test fails or any
+# Builds the whole suite under sanitizers and runs it with ctest. The exit
+# code is non-zero if any build or test fails or any
 # sanitizer reports.
 #
 #   scripts/sanitize.sh [asan] [tsan] [-- CTEST_ARGS...]
@@ -34,7 +34,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ ${#kinds[@]} -gt 0 ]] || kinds=(asan tsan)
 
-"$root/scripts/bootstrap.sh"
+"$root/scripts/bootstrap.sh" test
 
 # run_suite KIND SANITIZE TIMEOUT [CTEST_ARGS...]: configure, build, ctest.
 # TIMEOUT is ctest's default per-test timeout (tests without their own

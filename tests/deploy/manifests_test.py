@@ -213,7 +213,8 @@ class DeployManifestsTest(unittest.TestCase):
 
     def test_Dockerfile_BuildPackagesAreBootstrapPackages(self):
         bootstrap = read("scripts/bootstrap.sh")
-        block = re.search(r"packages=\((.*?)\n\)", bootstrap, re.S).group(1)
+        block = re.search(r"serve_packages=\((.*?)\n\)", bootstrap,
+                          re.S).group(1)
         known = set()
         for line in block.splitlines():
             known.update(line.split("#", 1)[0].split())
@@ -223,7 +224,7 @@ class DeployManifestsTest(unittest.TestCase):
         packages = [p for p in listed.split() if not p.startswith("-")]
         self.assertGreater(len(packages), 5)
         self.assertEqual(sorted(set(packages) - known), [],
-                         "build-stage packages missing from bootstrap.sh")
+                         "build-stage packages missing from bootstrap.sh's serve set")
 
     # --- Kubernetes ---
     def test_K8s_EveryManifestParsesWithKindAndName(self):

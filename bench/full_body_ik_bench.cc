@@ -3,8 +3,10 @@
 // FullBodyCcdJob with the four limb effectors. Inputs are 16 frames of the
 // walk; targets are the hands, feet and body of the frame 0.4 s later, its
 // pelvis moved onto the input's (reachable, a realistic amount of work).
-// Each benchmark iteration is one validated solve of the next case into a
-// separate output pose.
+// BM_FullBodyBipedDefaults_CmuWalkAhead instead sends only the hands and
+// feet of the frame 0.5 s later where it is (a step ahead, as the solve-rate
+// test does), so the body has to travel. Each benchmark iteration is one
+// validated solve of the next case into a separate output pose.
 //
 // ./build/bench/posewire-bench --benchmark_filter='BM_FullBody'
 //     --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -76,7 +78,8 @@ Eigen::Vector3f EndPosition(const BipedMapping& mapping, int limb,
                     : model[r.lower].TransformPoint(r.end_point_offset);
 }
 
-Setup MakeSetup(const std::string& file, int clip, float start, float step) {
+Setup MakeSetup(const std::string& file, int clip, float start, float step,
+                float ahead = 0.4f, bool align = true) {
   Setup setup;
   setup.asset = &bench::LoadAsset(file);
   const Skeleton& skeleton = setup.asset->skeleton;
@@ -94,11 +97,14 @@ Setup MakeSetup(const std::string& file, int clip, float start, float step) {
     c.input = Sample(*setup.asset, clip, t);
     const std::vector<Transform> in_model = Model(skeleton, c.input);
     std::vector<Transform> other =
-        Model(skeleton, Sample(*setup.asset, clip, t + 0.4f));
-    // Move the other frame's pelvis onto this one's.
-    const Transform align = Combine(
-        in_model[pelvis], LocalFromModel(other[pelvis], Transform::Identity()));
-    for (Transform& m : other) m = Combine(align, m);
+        Model(skeleton, Sample(*setup.asset, clip, t + ahead));
+    if (align) {
+      // Move the other frame's pelvis onto this one's.
+      const Transform to_input =
+          Combine(in_model[pelvis],
+                  LocalFromModel(other[pelvis], Transform::Identity()));
+      for (Transform& m : other) m = Combine(to_input, m);
+    }
     for (int l = 0; l < kNumBipedLimbs; ++l) {
       c.targets[l] = EndPosition(setup.mapping, l, other);
     }
@@ -114,13 +120,23 @@ const Setup& Walk() {
   return *setup;
 }
 
+const Setup& WalkAhead() {
+  static const Setup* setup = new Setup(
+      MakeSetup("cmu_131_01_walk.bvh", 0, 1.0f, 0.3f, 0.5f, /*align=*/false));
+  return *setup;
+}
+
 const Setup& Robot() {
   static const Setup* setup =
       new Setup(MakeSetup("RobotExpressive.glb", 10, 0.0f, 0.05f));
   return *setup;
 }
 
-void RunBiped(benchmark::State& state, const Setup& setup, int iterations) {
+// `iterations` < 0: the job's defaults (converge, the default cap);
+// otherwise FinalIK's fixed count (converge off). `body`: the body effector
+// too.
+void RunBiped(benchmark::State& state, const Setup& setup, int iterations,
+              bool body = true) {
   std::vector<Transform> output(setup.asset->skeleton.num_joints());
   std::vector<FullBodyBipedIkJob> jobs;
   for (const Case& c : setup.cases) {
@@ -129,14 +145,19 @@ void RunBiped(benchmark::State& state, const Setup& setup, int iterations) {
     job.mapping = &setup.mapping;
     job.input = c.input;
     job.output = absl::MakeSpan(output);
-    job.iterations = iterations;
+    if (iterations >= 0) {
+      job.converge = false;
+      job.iterations = iterations;
+    }
     for (int l = 0; l < kNumBipedLimbs; ++l) {
       BipedEffector& e = job.effectors[5 + l];
       e.position = c.targets[l];
       e.position_weight = 1.0f;
     }
-    job.effector(BipedEffectorId::kBody).position = c.targets[4];
-    job.effector(BipedEffectorId::kBody).position_weight = 1.0f;
+    if (body) {
+      job.effector(BipedEffectorId::kBody).position = c.targets[4];
+      job.effector(BipedEffectorId::kBody).position_weight = 1.0f;
+    }
     jobs.push_back(job);
   }
   size_t i = 0;
@@ -150,7 +171,8 @@ void RunBiped(benchmark::State& state, const Setup& setup, int iterations) {
   state.SetItemsProcessed(state.iterations());
 }
 
-// Default settings: 4 iterations. The argument is the iteration count.
+// FinalIK's fixed count (converge off). The argument is the iteration
+// count; 4 was the default before converge.
 void BM_FullBodyBiped_CmuWalk(benchmark::State& state) {
   RunBiped(state, Walk(), static_cast<int>(state.range(0)));
 }
@@ -159,6 +181,26 @@ BENCHMARK(BM_FullBodyBiped_CmuWalk)
     ->Arg(0)
     ->Arg(1)
     ->Arg(10)
+    ->Unit(benchmark::kMicrosecond);
+
+// Default settings (converge, up to 32 iterations, the closing step): /0;
+// in the same run, the defaults before converge (FinalIK's 4 iterations,
+// no closing step): /1.
+void BM_FullBodyBipedDefaults_CmuWalk(benchmark::State& state) {
+  RunBiped(state, Walk(), state.range(0) == 0 ? -1 : 4);
+}
+BENCHMARK(BM_FullBodyBipedDefaults_CmuWalk)
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMicrosecond);
+
+// Hands and feet only, 0.5 s ahead: /0 defaults, /1 FinalIK's 4 iterations.
+void BM_FullBodyBipedDefaults_CmuWalkAhead(benchmark::State& state) {
+  RunBiped(state, WalkAhead(), state.range(0) == 0 ? -1 : 4, /*body=*/false);
+}
+BENCHMARK(BM_FullBodyBipedDefaults_CmuWalkAhead)
+    ->Arg(0)
+    ->Arg(1)
     ->Unit(benchmark::kMicrosecond);
 
 void BM_FullBodyBiped_RobotExpressive(benchmark::State& state) {

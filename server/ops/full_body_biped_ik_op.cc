@@ -230,13 +230,20 @@ CompiledOp Compile(const OpCompileInput& input) {
                      input.limits.max_solver_iterations,
                      " (GetInfo limits.max_solver_iterations)"));
   };
-  if (op.has_iterations()) {
-    if (op.iterations() >
-        static_cast<uint32_t>(input.limits.max_solver_iterations)) {
-      return over_limit("iterations", op.iterations());
-    }
-    job.iterations = static_cast<int>(op.iterations());
-  }
+  if (op.has_converge()) job.converge = op.converge();
+  // Unset: the core's cap when converging, FinalIK's count when not (what
+  // the op did before `converge`), capped at the server's limit.
+  auto iterations = Iterations(
+      op.has_iterations(), op.iterations(),
+      job.converge ? job.iterations : kFinalIkFullBodyBipedIterations,
+      input.limits.max_solver_iterations,
+      absl::StrCat(input.field, ".iterations"));
+  if (!iterations.ok()) return iterations.status();
+  job.iterations = *iterations;
+  auto tolerance = ToleranceFromProto(op.tolerance(), job.tolerance,
+                                      absl::StrCat(input.field, ".tolerance"));
+  if (!tolerance.ok()) return tolerance.status();
+  job.tolerance = *tolerance;
   if (op.has_spine_iterations()) {
     if (op.spine_iterations() >
         static_cast<uint32_t>(input.limits.max_solver_iterations)) {

@@ -97,10 +97,15 @@ Eigen::Quaternionf LookRotation(const Eigen::Vector3f& forward,
                                 const Eigen::Vector3f& fallback_up) {
   const Eigen::Vector3f z = SafeNormalized(forward);
   if (z.isZero()) return Eigen::Quaternionf::Identity();
-  const Eigen::Vector3f y = OrthoUp(z, up, fallback_up);
+  // Gram-Schmidt leaves y off the perpendicular by about the rounding
+  // error over the sine between up and forward, which a nearly straight
+  // limb makes large; x from the cross product and y again from x and z
+  // are perpendicular to the rounding error.
+  const Eigen::Vector3f x =
+      SafeNormalized(OrthoUp(z, up, fallback_up).cross(z));
   Eigen::Matrix3f m;
-  m.col(0) = y.cross(z);
-  m.col(1) = y;
+  m.col(0) = x;
+  m.col(1) = z.cross(x);
   m.col(2) = z;
   return Eigen::Quaternionf(m).normalized();
 }
@@ -283,11 +288,12 @@ struct SpineBone {
 class Solver {
  public:
   Solver(const FullBodyBipedIkJob& job, float weight,
-         std::vector<std::string>* warnings)
+         std::vector<std::string>* warnings, float tolerance_unit)
       : job_(job),
         skeleton_(*job.skeleton),
         mapping_(*job.mapping),
         w_(weight),
+        tolerance_unit_(tolerance_unit),
         warnings_(warnings),
         model_(skeleton_.num_joints()),
         fresh_(skeleton_.num_joints(), 0),
@@ -307,8 +313,28 @@ class Solver {
     return BonePosition(nodes_[effectors_[effector].node]);
   }
 
+  // The tolerance for `effector`, model units: the job's, resolved against
+  // the effector's limb length for relative_to_chain (the body's: the
+  // longest limb).
+  float Tolerance(int effector) const {
+    if (!job_.tolerance.relative_to_chain) return tolerance_unit_;
+    if (effector == 0) {
+      float longest = 0.0f;
+      for (const Limb& limb : limbs_) longest = std::max(longest, limb.length);
+      return tolerance_unit_ * longest;
+    }
+    return tolerance_unit_ *
+           limbs_[static_cast<int>(BipedEffectorLimb(
+                      static_cast<BipedEffectorId>(effector)))]
+               .length;
+  }
+
+  int iterations_run() const { return iterations_run_; }
+  float closing_translation() const { return closing_translation_; }
+
  private:
   bool full_body() const { return job_.iterations > 0; }
+  bool converge() const { return job_.converge && full_body(); }
   Node& limb_node(int limb, int k) { return nodes_[LimbNode(limb, k)]; }
 
   void Warn(std::string message) {
@@ -339,6 +365,9 @@ class Solver {
   void ReadLimbMapping(int limb);
 
   void Solve();
+  float ReachRadius(int limb) const;
+  bool EndGoalsWithinReach();
+  void CloseGap();
   void UpdateEffector(Effector& e);
   Eigen::Vector3f EffectorBasePosition(Effector& e,
                                        Eigen::Quaternionf* rotation_offset);
@@ -357,6 +386,7 @@ class Solver {
   void WritePose();
   void WriteSpine();
   void WriteHead();
+  void SwingClavicle(int limb);
   void WriteLimb(int limb);
   Eigen::Vector3f SpinePlanePosition(const SpineBone& bone, const int plane[3]);
   Eigen::Quaternionf SolverPlaneRotation(const int plane[3]);
@@ -367,7 +397,15 @@ class Solver {
   const Skeleton& skeleton_;
   const BipedMapping& mapping_;
   const float w_;  // master weight in (0, 1]
+  // The tolerance's value, resolved but for the limb length when
+  // relative_to_chain.
+  const float tolerance_unit_;
   std::vector<std::string>* warnings_;
+  // Effectors whose degenerate-torso warning was given this solve (each
+  // iteration would repeat it).
+  uint32_t torso_warned_ = 0;
+  int iterations_run_ = 0;
+  float closing_translation_ = 0.0f;
   absl::InlinedVector<Transform, 64> model_;
   absl::InlinedVector<uint8_t, 64> fresh_;
   PoseState pose_;
@@ -638,9 +676,18 @@ void Solver::ReadLimbMapping(int l) {
 // ------------------------------------------------------------------- Solve
 
 void Solver::Solve() {
-  for (int i = 0; i < job_.iterations; ++i) {
+  int i = 0;
+  for (; i < job_.iterations; ++i) {
     for (Effector& e : effectors_) {
       if (e.is_end) UpdateEffector(e);
+    }
+    // The end-effector pass just placed every hand and foot node on its
+    // goal: when each is within reach, the final pass below lands them.
+    // Not before FinalIK's count: a solve that FinalIK's default already
+    // brought home keeps its answer.
+    if (converge() && i >= kFinalIkFullBodyBipedIterations &&
+        EndGoalsWithinReach()) {
+      break;
     }
     Push();
     Reach();
@@ -654,6 +701,7 @@ void Solver::Solve() {
     }
     Stage2();
   }
+  iterations_run_ = i;
   // Final end-effector pass.
   for (Effector& e : effectors_) {
     if (e.is_end) UpdateEffector(e);
@@ -674,6 +722,116 @@ void Solver::Solve() {
     }
   }
   SolveTrigonometric(true);
+}
+
+// How far a limb's end goal may lie from its root node and still be
+// landed by the final trigonometric pass and WriteLimb: the pass's own
+// reach, less a quarter of the effector's tolerance (the upper bone's
+// actual position, set by the spine and clavicle mapping, differs from the
+// node by a little).
+float Solver::ReachRadius(int l) const {
+  const float length = limbs_[l].length;
+  const float margin = std::min(0.25f * Tolerance(5 + l), 1e-3f * length);
+  return length * kMaxLimbLength - margin;
+}
+
+// Every active hand and foot node (just placed by the end-effector pass)
+// within reach of its limb's root node.
+bool Solver::EndGoalsWithinReach() {
+  for (int l = 0; l < kNumBipedLimbs; ++l) {
+    if (!(effectors_[5 + l].position_weight > 0.0f)) continue;
+    const float reach = ReachRadius(l);
+    if (!((limb_node(l, 2).solver_position - limb_node(l, 0).solver_position)
+              .squaredNorm() <= reach * reach)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The closing step (see the header), in bone space: once the spine and the
+// clavicles are written, each limb's upper bone is where WriteLimb will
+// start from, a little off its node (the spine and clavicle mapping keep
+// bone lengths, the nodes do not). The body (the pelvis, hence every limb,
+// and every node) is translated by the shortest d that brings every active
+// hand and foot goal within reach of the actual upper bone. Goal l moves by
+// k d with the body (k: the share of the torso-carried base,
+// (1 - position weight) * maintain_relative_position_weight), so limb l asks
+// |g - a - (1 - k) d| <= reach: a ball around (g - a) / (1 - k) of radius
+// reach / (1 - k). Dykstra's alternating projections from the origin
+// converge to the point of the balls' intersection nearest the origin; the
+// sweeps stop once the point is inside every ball up to half the margin
+// ReachRadius keeps, and moved by less than that in the last sweep. No
+// translation when the intersection is empty (the sweeps never get inside).
+void Solver::CloseGap() {
+  constexpr int kMaxSweeps = 200;
+  struct Ball {
+    Eigen::Vector3f center = Eigen::Vector3f::Zero();
+    float radius = 0.0f;
+    float slack = 0.0f;
+  };
+  const int pelvis = mapping_.references().pelvis;
+  std::array<float, kNumBipedLimbs> carried{};
+  std::array<Ball, kNumBipedLimbs> balls;
+  int n = 0;
+  bool inside = true;
+  for (int l = 0; l < kNumBipedLimbs; ++l) {
+    const Effector& e = effectors_[5 + l];
+    float& k = carried[l];
+    if (e.maintain_relative > 0.0f && e.position_weight < 1.0f) {
+      k = (1.0f - e.position_weight) * std::min(e.maintain_relative, 1.0f);
+    }
+    if (!(e.position_weight > 0.0f) || !(k < 1.0f) ||
+        !(limbs_[l].settings->mapping_weight > 0.0f) ||
+        !skeleton_.IsInSubtree(pelvis, limbs_[l].refs->upper)) {
+      continue;
+    }
+    const float reach = ReachRadius(l);
+    Ball& b = balls[n++];
+    b.center = (limb_node(l, 2).solver_position -
+                pose_.Model(limbs_[l].refs->upper).translation) /
+               (1.0f - k);
+    b.radius = reach / (1.0f - k);
+    b.slack = 0.5f * (limbs_[l].length * kMaxLimbLength - reach) / (1.0f - k);
+    if (!(b.center.squaredNorm() <= b.radius * b.radius)) inside = false;
+  }
+  if (inside) return;
+
+  Eigen::Vector3f x = Eigen::Vector3f::Zero();
+  std::array<Eigen::Vector3f, kNumBipedLimbs> increments;
+  for (Eigen::Vector3f& p : increments) p = Eigen::Vector3f::Zero();
+  bool found = false;
+  for (int sweep = 0; sweep < kMaxSweeps && !found; ++sweep) {
+    found = true;
+    for (int i = 0; i < n; ++i) {
+      const Ball& b = balls[i];
+      const Eigen::Vector3f y = x + increments[i];
+      const Eigen::Vector3f off = y - b.center;
+      const float d2 = off.squaredNorm();
+      Eigen::Vector3f z = y;
+      if (d2 > b.radius * b.radius) {
+        z = b.center + off * (b.radius / std::sqrt(d2));
+      }
+      increments[i] = y - z;
+      if (!((z - x).squaredNorm() <= b.slack * b.slack)) found = false;
+      x = z;
+    }
+    for (int i = 0; i < n && found; ++i) {
+      const Ball& b = balls[i];
+      const float r = b.radius + b.slack;
+      if (!((x - b.center).squaredNorm() <= r * r)) found = false;
+    }
+  }
+  if (!found || !x.allFinite()) return;
+  if (!pose_.SetModelPosition(pelvis, pose_.Model(pelvis).translation + x)) {
+    return;  // a zero scale above the pelvis: nothing can move it
+  }
+  for (Node& node : nodes_) {
+    node.solver_position += node.limb >= 0 && &node == &limb_node(node.limb, 2)
+                                ? Eigen::Vector3f(x * carried[node.limb])
+                                : x;
+  }
+  closing_translation_ = x.norm();
 }
 
 // IKEffector.Update.
@@ -706,10 +864,15 @@ Eigen::Vector3f Solver::EffectorBasePosition(
       nodes_[e.plane[1]].solver_position - plane1.solver_position;
   Eigen::Quaternionf plane = Eigen::Quaternionf::Identity();
   if (forward.isZero()) {
-    Warn(absl::StrCat(
-        BipedEffectorName(static_cast<BipedEffectorId>(e.index)),
-        ": the torso triangle is degenerate (two effectors of the same chain "
-        "on one point); maintain_relative_position_weight ignored"));
+    // Once per solve: every iteration's pass would repeat it.
+    const uint32_t bit = 1u << e.index;
+    if ((torso_warned_ & bit) == 0) {
+      torso_warned_ |= bit;
+      Warn(absl::StrCat(
+          BipedEffectorName(static_cast<BipedEffectorId>(e.index)),
+          ": the torso triangle is degenerate (two effectors of the same "
+          "chain on one point); maintain_relative_position_weight ignored"));
+    }
   } else {
     plane = LookRotation(
         forward, nodes_[e.plane[2]].solver_position - plane1.solver_position,
@@ -953,7 +1116,24 @@ void Solver::WritePose() {
           "applied");
     }
   }
+  if (full_body()) {
+    for (int l = 0; l < kNumBipedLimbs; ++l) SwingClavicle(l);
+  }
+  // Every limb's upper bone is where it will stay, but for the closing
+  // step's translation.
+  if (converge()) CloseGap();
   for (int l = 0; l < kNumBipedLimbs; ++l) WriteLimb(l);
+}
+
+// IKMappingLimb.WritePose's first step: the clavicle swung toward the
+// solved shoulder. The arms are apart below the spine, so swinging every
+// clavicle before any limb is written changes nothing.
+void Solver::SwingClavicle(int l) {
+  const Limb& limb = limbs_[l];
+  const float weight = Clamp01(limb.settings->mapping_weight);
+  if (limb.refs->clavicle < 0 || weight <= 0.0f) return;
+  Swing(limb.refs->clavicle, limb.clavicle_swing_axis,
+        limb_node(l, 0).solver_position, weight);
 }
 
 Eigen::Quaternionf Solver::SolverPlaneRotation(const int plane[3]) {
@@ -1070,9 +1250,6 @@ void Solver::WriteLimb(int l) {
   const Eigen::Vector3f n1 = limb_node(l, 0).solver_position;
   const Eigen::Vector3f n2 = limb_node(l, 1).solver_position;
   const Eigen::Vector3f n3 = limb_node(l, 2).solver_position;
-  if (full_body() && r.clavicle >= 0) {
-    Swing(r.clavicle, limb.clavicle_swing_axis, n1, weight);
-  }
   // FinalIK moves the upper bone onto its node (FixToNode). Instead the
   // limb's triangle is solved again from where the upper bone is, toward
   // the end node, in the solver's bend plane.
@@ -1353,18 +1530,22 @@ absl::Status FullBodyBipedIkJob::Run() const {
   // returned as it is (FinalIK would still apply LimitBend's small bend to
   // limbs straighter than its clamp allows).
   if (!(weight > 0.0f) || NothingToSolve(*this)) return absl::OkStatus();
-  Solver solver(*this, weight, warnings);
+  // relative_to_chain is resolved per effector by the solver, which knows
+  // the limb lengths; the others here, once.
+  const float tolerance_unit = ResolveTolerance(tolerance, *skeleton, 1.0f);
+  Solver solver(*this, weight, warnings, tolerance_unit);
   solver.Run();
   if (result == nullptr) return absl::OkStatus();
 
-  result->iterations = iterations;
-  const float tol = ResolveTolerance(tolerance, *skeleton);
+  result->iterations = solver.iterations_run();
+  result->closing_translation = solver.closing_translation();
   for (int e = 0; e < kNumBipedEffectors; ++e) {
     BipedEffectorResult& r = result->effectors[e];
     r.active = Clamp01(effectors[e].position_weight) * weight > 0.0f;
     if (!r.active) continue;
+    r.tolerance = solver.Tolerance(e);
     r.error = (solver.OutputPosition(e) - effectors[e].position).norm();
-    r.reached = r.error <= tol;
+    r.reached = r.error <= r.tolerance;
     result->reached = result->reached && r.reached;
     result->max_error = std::max(result->max_error, r.error);
   }

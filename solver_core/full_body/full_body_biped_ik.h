@@ -1,13 +1,13 @@
 // Full-body biped IK: FinalIK's FullBodyBipedIK (IKSolverFullBodyBiped) as a
 // stateless job over a skeleton and a local pose.
 //
-// Algorithm: seed 002's line-by-line walk through FinalIK's FullBodyBipedIK
-// (Pärtel Lang's node-based FABRIK variant for bipeds). The body is a tree
-// of 13 nodes: one root node (the spine bone where the hip and chest
+// Algorithm: FinalIK's FullBodyBipedIK walked through line by line (Pärtel
+// Lang's node-based FABRIK variant for bipeds; docs/REFERENCES.md). The body is
+// a tree of 13 nodes: one root node (the spine bone where the hip and chest
 // triangles meet) with four three-node limb chains below it (upper arm /
 // thigh, forearm / calf, hand / foot). Nine effectors pull on nodes: body
 // (the root node, carrying the thighs with it), shoulders, thighs, hands and
-// feet. One solve, in the seed's order:
+// feet. One solve, in FinalIK's order:
 //  ReadPose
 //   - LimitBend: each limb's lower bone is clamped (ClampDirection, weight
 //     0.505 * master weight) to within ~90 degrees of where a right-angled
@@ -23,7 +23,8 @@
 //     pullParentSum, reachForce = reach * end effector weight; the spine,
 //     head and limb mappings read what WritePose needs (plane-relative
 //     rotations, swing and twist axes).
-//  Solve: `iterations` times:
+//  Solve: up to `iterations` times (with `converge`, until every active hand
+//  and foot can reach its goal; see below):
 //   - end effectors (hands, feet) move their nodes to lerp(animated
 //     position, or with maintainRelativePositionWeight the position carried
 //     by the torso triangle, target, weight);
@@ -54,10 +55,35 @@
 //     gradually toward the shoulders' line;
 //   - head: keeps its animated model rotation by
 //     head_maintain_rotation_weight (0: it follows the neck);
-//   - limbs: clavicle swung toward the solved shoulder, upper and lower bone
-//     turned by their limb-plane rotations, hand / foot back to its animated
-//     model rotation by maintain_rotation_weight, then to the effector
-//     rotation by its weight.
+//   - clavicles swung toward the solved shoulders;
+//   - with `converge`, the closing step (not in FinalIK, see below);
+//   - limbs: upper and lower bone turned by their limb-plane rotations,
+//     hand / foot back to its animated model rotation by
+//     maintain_rotation_weight, then to the effector rotation by its
+//     weight.
+//
+// Convergence (`converge`, the default). FinalIK runs a fixed count of
+// iterations (4 by default), and a goal the body has to move toward (a
+// hand or foot target a step or a leap away) is missed by as much as a
+// fifth of the limb: FBBIK drags the body a fraction of the way per
+// iteration. Here, from FinalIK's 4 on, the iterations stop as soon as
+// every active hand and foot goal (where the end-effector pass puts its
+// node) lies within its limb's reach of the solved limb root; the final
+// trigonometric pass and WriteLimb's exact re-solve then put those hands
+// and feet on their goals. Then, once the spine and clavicles are written,
+// the closing step moves the whole body (the pelvis, hence every bone above
+// the limbs, and every node) by the shortest translation that brings every
+// active goal within reach of its limb's actual upper bone: the spine and
+// clavicle mapping put that bone up to about 1% of the limb off its node,
+// so the step matters even after the iterations converged, and more when
+// `iterations` runs out first. The translation is the point nearest the
+// origin of the intersection of one ball per limb, found by Dykstra's
+// alternating projections (Boyle & Dykstra 1986). No translation does that
+// when the goals are out of reach together (two feet further apart than
+// the legs span), and the body is then left where the iterations put it. A
+// goal carried by the torso (maintain_relative_position_weight) moves with
+// the translation by that share, which the balls account for. `converge` =
+// false: FinalIK's fixed count and no closing step.
 //
 // Stateless: no FixTransforms. FinalIK writes positions into the bones (the
 // pelvis, the last spine bone, the upper arms and thighs) and needs
@@ -78,10 +104,15 @@
 //    for bit (FinalIK would still apply LimitBend to limbs straighter than
 //    its clamp allows).
 //  - Later FinalIK versions' pullBodyVertical / pullBodyHorizontal and
-//    spineStiffness (not in the seed) are not modelled: the diagonal child
-//    constraints only push, as the seed describes.
+//    spineStiffness (not in the version followed here) are not modelled: the
+//    diagonal child constraints only push, as that version does.
 //  - Model space is the skeleton's root space; targets and rotations are
 //    given there (FinalIK's are world space).
+//  - LookRotation (the plane rotations that carry the limbs) takes its side
+//    axis from a cross product and its up axis again from that: Unity's
+//    Gram-Schmidt alone leaves the up axis off the perpendicular by the
+//    rounding error over the sine between up and forward, which put hands
+//    of nearly straight limbs ~1e-4 of the limb off their goals.
 //
 // Degenerate input has a defined result: coincident nodes leave the plane or
 // bone they define as it is (FinalIK's identity plane rotation); a straight
@@ -129,6 +160,12 @@ BipedLimb BipedEffectorLimb(BipedEffectorId effector);
 
 // Iteration caps (FinalIK's inspector allows 0..10 and 1..3).
 inline constexpr int kMaxFullBodyBipedIterations = 64;
+// The default iteration cap with `converge`: enough for the body to turn
+// with the limbs on real motion (hand and foot goals 0.5 s ahead, a
+// pirouette among them); what it leaves untravelled the closing step moves.
+inline constexpr int kDefaultFullBodyBipedIterations = 32;
+// FinalIK's fixed count, the default before `converge`.
+inline constexpr int kFinalIkFullBodyBipedIterations = 4;
 inline constexpr int kMaxSpineMappingIterations = 16;
 // Targets, offsets and bend goals must lie within this distance of the
 // origin on every axis, so squared distances stay finite in float.
@@ -184,6 +221,9 @@ struct BipedEffectorResult {
   float error = 0.0f;
   // Active and within the tolerance.
   bool reached = false;
+  // The tolerance it was judged by, model units (the job's tolerance
+  // resolved for this effector's limb); 0 when not active.
+  float tolerance = 0.0f;
 };
 
 struct FullBodyBipedIkResult {
@@ -192,8 +232,12 @@ struct FullBodyBipedIkResult {
   bool reached = true;
   // Largest error over the active effectors.
   float max_error = 0.0f;
-  // Solver iterations run (0 when nothing was solved).
+  // Solver iterations run (0 when nothing was solved); with `converge`, at
+  // most the job's `iterations`.
   int iterations = 0;
+  // Length of the closing step's translation of the body (0 when the
+  // iterations brought every goal within reach, or without `converge`).
+  float closing_translation = 0.0f;
   // The mapping's set-up warnings, then this solve's (a rotation asked of a
   // foot that is only an end point, coincident plane nodes).
   std::vector<std::string> warnings;
@@ -214,17 +258,25 @@ struct FullBodyBipedIkJob {
   // FinalIK's IKPositionWeight, the master weight, clamped to [0, 1]. 0
   // returns the input bit for bit.
   float ik_position_weight = 1.0f;
-  // Solver iterations, [0, kMaxFullBodyBipedIterations]. 0: four independent
-  // limb solves.
-  int iterations = 4;
+  // Solver iterations, [0, kMaxFullBodyBipedIterations]: with `converge`
+  // the cap, else the count. 0: four independent limb solves (no closing
+  // step either).
+  int iterations = kDefaultFullBodyBipedIterations;
+  // Stop once every active hand and foot goal is within reach, and close
+  // what the cap leaves by moving the body (see the file comment). false:
+  // FinalIK's fixed count of iterations, as before this field.
+  bool converge = true;
   // Spine mapping: FABRIK iterations [1, kMaxSpineMappingIterations] and the
   // weight of twisting the spine toward the shoulders ([0, 1]).
   int spine_iterations = 3;
   float spine_twist_weight = 1.0f;
   // How much the head keeps its animated model rotation ([0, 1]).
   float head_maintain_rotation_weight = 0.0f;
-  // For FullBodyBipedIkResult::reached.
-  IkTolerance tolerance;
+  // For FullBodyBipedIkResult::reached. relative_to_chain (the default,
+  // 1e-4): a fraction of each effector's limb length (upper plus lower bone
+  // in the input pose; the body effector's: the longest limb), the same
+  // precision on a rig in metres and one in centimetres.
+  IkTolerance tolerance = kDefaultChainTolerance;
 
   // Outputs.
   // One transform per joint; may be the same span as `input`.

@@ -162,6 +162,17 @@ FullBodyBipedIkJob MakeJob(const Rig& rig, const std::vector<Transform>& in,
   return job;
 }
 
+// Both hands and both feet at full weight toward where they are in `target`.
+void AimHandsAndFeet(const Rig& rig, const std::vector<Eigen::Matrix4d>& target,
+                     FullBodyBipedIkJob& job) {
+  for (int l = 0; l < kNumBipedLimbs; ++l) {
+    const BipedLimb limb = static_cast<BipedLimb>(l);
+    BipedEffector& e = job.effector(EndEffector(limb));
+    e.position = LimbPos(rig, target, limb, 2).cast<float>();
+    e.position_weight = 1.0f;
+  }
+}
+
 void ExpectBoneLengthsKept(const Rig& rig, const std::vector<Transform>& in,
                            const std::vector<Transform>& out,
                            const std::string& where) {
@@ -211,12 +222,7 @@ TEST_P(ReachTest, FullBodyBiped_LimbEffectorsReachTargetsFromOtherFrames) {
         Reposed(rig, in, Frame(rig, c.clip, t_target));
     std::vector<Transform> out;
     FullBodyBipedIkJob job = MakeJob(rig, in, out);
-    for (int l = 0; l < kNumBipedLimbs; ++l) {
-      const BipedLimb limb = static_cast<BipedLimb>(l);
-      BipedEffector& e = job.effector(EndEffector(limb));
-      e.position = LimbPos(rig, target, limb, 2).cast<float>();
-      e.position_weight = 1.0f;
-    }
+    AimHandsAndFeet(rig, target, job);
     FullBodyBipedIkResult result;
     job.result = &result;
     ASSERT_TRUE(job.Run().ok());
@@ -596,7 +602,44 @@ TEST_F(WalkTest, FullBodyBiped_ResultCarriesTheSetupWarnings) {
                        "defaulted (elbow backward)"));
   EXPECT_TRUE(result.effectors[5].active);
   EXPECT_FALSE(result.effectors[6].active);
-  EXPECT_EQ(result.iterations, 4);
+  // The goal (half way to a point far off) stays out of reach: the
+  // iterations run to the default cap.
+  EXPECT_EQ(result.iterations, kDefaultFullBodyBipedIterations);
+}
+
+// converge = false runs exactly `iterations` (FinalIK's fixed count) with
+// no closing step; at defaults a goal the body must travel to is met.
+TEST_F(WalkTest, FullBodyBiped_ConvergeFalseRunsTheCountAndDefaultsClose) {
+  const Rig& rig = *rig_;
+  const Skeleton& s = rig.asset.skeleton;
+  const std::vector<Transform> in = Frame(rig, 0, 1.0f);
+  // The walk 0.5 s later, not moved back: a step ahead.
+  const std::vector<Eigen::Matrix4d> later = Fk(s, Frame(rig, 0, 1.5f));
+  for (bool converge : {false, true}) {
+    std::vector<Transform> out;
+    FullBodyBipedIkJob job = MakeJob(rig, in, out);
+    AimHandsAndFeet(rig, later, job);
+    job.converge = converge;
+    if (!converge) job.iterations = kFinalIkFullBodyBipedIterations;
+    FullBodyBipedIkResult result;
+    job.result = &result;
+    ASSERT_TRUE(job.Run().ok());
+    if (!converge) {
+      EXPECT_EQ(result.iterations, kFinalIkFullBodyBipedIterations);
+      EXPECT_EQ(result.closing_translation, 0.0f);
+      continue;
+    }
+    EXPECT_TRUE(result.reached) << result.max_error;
+    const std::vector<Eigen::Matrix4d> m = Fk(s, out);
+    for (int l = 0; l < kNumBipedLimbs; ++l) {
+      const BipedLimb limb = static_cast<BipedLimb>(l);
+      EXPECT_LE(
+          (LimbPos(rig, m, limb, 2) - LimbPos(rig, later, limb, 2)).norm(),
+          1e-4 * LimbLength(rig, m, limb))
+          << BipedLimbName(limb);
+    }
+    ExpectBoneLengthsKept(rig, in, out, "converge");
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -357,6 +357,14 @@ std::vector<BadInput> IkRows() {
       [](auto& r) { Biped(r)->set_spine_iterations(0); },
       StatusCode::INVALID_ARGUMENT, "full_body_biped_ik.spine_iterations: 0"));
   add(SolveRow(
+      "biped_tolerance_negative",
+      "full_body_biped_ik tolerance.relative_to_chain -1",
+      [](auto& r) {
+        Biped(r)->mutable_tolerance()->set_relative_to_chain(-1.0f);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "full_body_biped_ik.tolerance.value: -1 must be finite and >= 0"));
+  add(SolveRow(
       "biped_unknown_effector", "full_body_biped_ik effector id 42",
       [](auto& r) {
         Biped(r)->mutable_effectors(0)->set_id(

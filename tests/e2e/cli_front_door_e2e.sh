@@ -97,6 +97,11 @@ expect_contains "posewire alone (stderr)" "$(cat "$work/err")" "Commands:"
 run "$cli_bin" info --server=127.0.0.1
 [[ $status -eq 2 ]] || fail "posewire --server=127.0.0.1 exited $status, not 2"
 expect_contains "posewire no port" "$(cat "$work/err")" "--server=127.0.0.1: no port"
+for bad in 127.0.0.1:70000 127.0.0.1: ::1 :50051; do
+  run "$cli_bin" health --server="$bad"
+  [[ $status -eq 2 ]] || fail "posewire --server=$bad exited $status, not 2"
+  expect_contains "posewire --server=$bad" "$(cat "$work/err")" "write HOST:PORT"
+done
 run "$load_bin" --server=localhost --duration=1
 [[ $status -eq 2 ]] || fail "posewire-load --server=localhost exited $status"
 expect_contains "load no port" "$(cat "$work/err")" "--server=localhost: no port"

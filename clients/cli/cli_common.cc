@@ -88,9 +88,7 @@ absl::StatusOr<google::protobuf::RepeatedPtrField<v1::Operation>> ParseOpsJson(
   return ops;
 }
 
-absl::StatusOr<google::protobuf::RepeatedPtrField<v1::Operation>>
-ReadOpsJsonFile(const std::string& path) {
-  if (path.empty()) return google::protobuf::RepeatedPtrField<v1::Operation>();
+absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
   struct Closer {
     void operator()(std::FILE* f) const { std::fclose(f); }
   };
@@ -110,12 +108,23 @@ ReadOpsJsonFile(const std::string& path) {
     const int error = errno;
     return absl::ErrnoToStatus(error, absl::StrCat(path, ": cannot read"));
   }
-  return ParseOpsJson(text, path);
+  return text;
+}
+
+absl::StatusOr<google::protobuf::RepeatedPtrField<v1::Operation>>
+ReadOpsJsonFile(const std::string& path) {
+  if (path.empty()) return google::protobuf::RepeatedPtrField<v1::Operation>();
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  return ParseOpsJson(*text, path);
 }
 
 std::string DescribeStatus(const absl::Status& status) {
-  return absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
-                      status.message());
+  return absl::StrCat(
+      absl::StatusCodeToString(status.code()), ": ", status.message(),
+      absl::IsUnauthenticated(status)
+          ? " (posewire sends a token with --token_file=FILE or --token)"
+          : "");
 }
 
 std::string JsonString(absl::string_view text) {

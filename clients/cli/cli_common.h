@@ -38,12 +38,16 @@ float ClipFrameTime(const Clip& clip);
 absl::StatusOr<google::protobuf::RepeatedPtrField<v1::Operation>> ParseOpsJson(
     absl::string_view json, absl::string_view source);
 
+// The whole file; an error names the path and says why.
+absl::StatusOr<std::string> ReadTextFile(const std::string& path);
+
 // ParseOpsJson on a file's contents; an empty path is no ops.
 absl::StatusOr<google::protobuf::RepeatedPtrField<v1::Operation>>
 ReadOpsJsonFile(const std::string& path);
 
 // "INVALID_ARGUMENT: message" for a person: the code's name and the
-// server's message as is.
+// server's (or the client library's) message as is, and for
+// UNAUTHENTICATED which flags carry a token.
 std::string DescribeStatus(const absl::Status& status);
 
 // `text` as a JSON string literal, quotes included.

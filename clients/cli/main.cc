@@ -1,16 +1,6 @@
 // posewire: command-line client of a posewire server, and an asset inspector.
-//
-//   posewire info    [--server=HOST:PORT]   version, revision, limits and
-//                                           operations
-//   posewire health  [--server=HOST:PORT]   grpc.health.v1 check; exit 0 if
-//                                           SERVING
-//   posewire inspect FILE                   joints, hierarchy and clips of a
-//                                           .bvh, .gltf or .glb file
-//   posewire solve   FILE [flags]           one Solve of the file's pose:
-//                                           clip sample + --ops_json ops,
-//                                           printed as JSON or written as BVH
-//   posewire stream  FILE [flags]           a Session playing the clip for
-//                                           K characters; per-frame latency
+// The commands and what they print are in kCommands below (`posewire help`);
+// every flag and the exit codes in `posewire --help`.
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -24,27 +14,49 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "clients/cli/cli_common.h"
 #include "clients/cli/inspect.h"
 #include "clients/cli/solve_command.h"
 #include "clients/cli/stream_command.h"
 #include "clients/cpp/posewire_client.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "posewire/v1/posewire.grpc.pb.h"
+#include "proto/program.h"
 #include "solver_core/io/asset_reader.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051",
-          "posewire server, HOST:PORT.");
+          "Server address, HOST:PORT (the port is required).");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5), "Deadline of each call.");
 ABSL_FLAG(std::string, service, "posewire.v1.PoseWire",
-          "Service name `health` asks about (\"\" for the whole server).");
+          "health: service name to ask about (\"\" for the whole server).");
+// Connecting to a secured server (posewire-server --tls_cert,
+// --auth_token_file), as the Python client and the Blender add-on do.
+ABSL_FLAG(std::string, token_file, "",
+          "File holding the bearer token for a server started with "
+          "--auth_token_file: its first line that is not blank or a '#' "
+          "comment.");
+ABSL_FLAG(std::string, token, "",
+          "The bearer token itself (other users can see it in `ps`; prefer "
+          "--token_file).");
+ABSL_FLAG(bool, tls, false,
+          "Connect with TLS, trusting the system's certificate authorities "
+          "(--tls_ca implies it).");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM file of the certificate authority that signed the server's "
+          "certificate (or the server's self-signed certificate); implies "
+          "--tls.");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "Name the server's certificate must carry when it is not the host "
+          "of --server (e.g. --server=10.0.0.5:50051 "
+          "--tls_server_name=posewire.example.com).");
 
 // solve and stream.
 ABSL_FLAG(std::string, clip, "",
@@ -67,7 +79,9 @@ ABSL_FLAG(std::string, out, "", "solve: output file (default: stdout).");
 ABSL_FLAG(bool, model_pose, false,
           "solve: also print the model-space pose (JSON).");
 // stream.
-ABSL_FLAG(int, frames, 100, "stream: frames to send.");
+ABSL_FLAG(int, frames, 100,
+          "stream: frames to send, at most 10000000 (stop earlier with "
+          "Ctrl-C: the summary is printed and the exit code is 0).");
 ABSL_FLAG(double, rate, 60.0,
           "stream: frames per second; 0 sends as fast as answers come.");
 ABSL_FLAG(int, characters, 1, "stream: characters solved per frame.");
@@ -79,80 +93,151 @@ ABSL_FLAG(int, print_every, 1,
 
 namespace {
 
-constexpr char kUsage[] =
-    "posewire COMMAND [flags]\n"
-    "  info     [--server=HOST:PORT]  server version, revision, limits and "
-    "operations\n"
-    "  health   [--server=HOST:PORT]  health check; exit 0 when SERVING\n"
-    "  inspect  FILE                  joints, hierarchy and clips of a .bvh, "
-    ".gltf or .glb file\n"
-    "  solve    FILE [--clip=NAME] [--time=T | --frame=N] [--ops_json=FILE]\n"
-    "                [--format=json|bvh] [--out=PATH] [--model_pose] "
-    "[--server=...]\n"
-    "                                 solve the clip's pose at a time, then "
-    "the ops,\n"
-    "                                 on the server; print JSON or write BVH\n"
-    "  stream   FILE [--clip=NAME] [--frames=N] [--rate=HZ] "
-    "[--characters=K]\n"
-    "                [--ops_json=FILE] [--playback=sample|crossfade] "
-    "[--print_every=K]\n"
-    "                                 play the clip through a session; "
-    "per-frame\n"
-    "                                 latency and a p50/p90/p99/max summary";
+constexpr char kCommands[] =
+    "Commands:\n"
+    "  info          the server's version, revision, limits and operations\n"
+    "  health        the server's health check; exit 0 when SERVING\n"
+    "  inspect FILE  joints, hierarchy and clips of a .bvh, .gltf or .glb "
+    "file\n"
+    "  solve FILE    one solve on the server: the clip's pose at --time or "
+    "--frame,\n"
+    "                then the --ops_json ops; JSON, or BVH with "
+    "--format=bvh\n"
+    "  stream FILE   plays the clip through a session for --frames frames at "
+    "--rate;\n"
+    "                per-frame latency and a p50/p90/p99/max summary\n"
+    "  help          this list\n";
 
-// Exit codes: 0 ok, 1 the operation failed, 2 usage error.
+constexpr char kUsage[] =
+    "command-line client of a posewire server, and an asset inspector.\n"
+    "\n"
+    "Usage: posewire COMMAND [FILE] [--flag=value ...]\n"
+    "\n"
+    "Commands:\n"
+    "  info, health, inspect FILE, solve FILE, stream FILE, help\n"
+    "  (`posewire help` says what each does)\n"
+    "\n"
+    "The server is --server=HOST:PORT; a server started with --tls_cert "
+    "and\n"
+    "--auth_token_file also needs --tls_ca=CA.pem and --token_file=FILE.";
+
+constexpr char kExitCodes[] =
+    "Exit codes:\n"
+    "  0  done (health: the service is SERVING; stream: also when stopped "
+    "with Ctrl-C)\n"
+    "  1  the operation failed: the server refused it or could not be "
+    "reached, a\n"
+    "     file could not be read, health is not SERVING; also an unknown "
+    "flag or\n"
+    "     a malformed flag value (reported by the flag parser)\n"
+    "  2  usage error: no command or an unknown one, missing or extra "
+    "arguments,\n"
+    "     an address without a port, a value out of range (e.g. --frames)";
+
 int Fail(const std::string& message, int code = 1) {
   std::cerr << "posewire: " << message << "\n";
   return code;
 }
 
-std::shared_ptr<grpc::Channel> Connect() {
-  return grpc::CreateChannel(absl::GetFlag(FLAGS_server),
-                             grpc::InsecureChannelCredentials());
+// The first line of `text` that is neither blank nor a '#' comment, as the
+// server reads its --auth_token_file.
+std::string FirstToken(absl::string_view text) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (!line.empty() && line.front() != '#') return std::string(line);
+  }
+  return "";
 }
 
-void SetDeadline(grpc::ClientContext& context) {
-  context.set_deadline(
-      absl::ToChronoTime(absl::Now() + absl::GetFlag(FLAGS_timeout)));
+// --server, --timeout and the TLS and token flags as client options.
+absl::StatusOr<posewire::client::ClientOptions> ConnectionFlags() {
+  if (absl::Status s = posewire::CheckHostPort(
+          "server", absl::GetFlag(FLAGS_server), posewire::PortZero::kRefused);
+      !s.ok()) {
+    return s;
+  }
+  posewire::client::ClientOptions options;
+  options.timeout = absl::GetFlag(FLAGS_timeout);
+  const std::string token_file = absl::GetFlag(FLAGS_token_file);
+  options.token = absl::GetFlag(FLAGS_token);
+  if (!token_file.empty() && !options.token.empty()) {
+    return absl::InvalidArgumentError("give --token_file or --token, not both");
+  }
+  if (!token_file.empty()) {
+    auto text = posewire::cli::ReadTextFile(token_file);
+    if (!text.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--token_file: ", text.status().message()));
+    }
+    options.token = FirstToken(*text);
+    if (options.token.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--token_file=", token_file, ": holds no token"));
+    }
+  }
+  const std::string ca = absl::GetFlag(FLAGS_tls_ca);
+  options.tls = absl::GetFlag(FLAGS_tls) || !ca.empty();
+  if (!ca.empty()) {
+    auto pem = posewire::cli::ReadTextFile(ca);
+    if (!pem.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tls_ca: ", pem.status().message()));
+    }
+    options.tls_root_certificates = *std::move(pem);
+  }
+  options.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  if (!options.tls_server_name.empty() && !options.tls) {
+    return absl::InvalidArgumentError(
+        "--tls_server_name needs TLS (--tls or --tls_ca)");
+  }
+  return options;
 }
 
-std::string Describe(const grpc::Status& status) {
-  return absl::StrCat(absl::GetFlag(FLAGS_server), ": ", status.error_code(),
-                      " ", status.error_message());
+// The client every server command uses; null (after printing why) when the
+// flags are wrong.
+std::unique_ptr<posewire::client::Client> ConnectClient() {
+  auto options = ConnectionFlags();
+  if (!options.ok()) {
+    Fail(std::string(options.status().message()));
+    return nullptr;
+  }
+  return posewire::client::Client::Connect(absl::GetFlag(FLAGS_server),
+                                           *options);
 }
 
 int Info() {
-  auto stub = posewire::v1::PoseWire::NewStub(Connect());
-  grpc::ClientContext context;
-  SetDeadline(context);
-  posewire::v1::GetInfoResponse info;
-  grpc::Status status = stub->GetInfo(&context, {}, &info);
-  if (!status.ok()) return Fail(Describe(status));
-  const posewire::v1::Limits& limits = info.limits();
-  std::cout
-      << "server:      " << absl::GetFlag(FLAGS_server) << "\n"
-      << "version:     " << info.version() << "\n"
-      << "revision:    " << info.git_revision() << "\n"
-      << "threads:     " << info.solver_threads() << "\n"
-      << "limits:\n"
-      << "  max_message_bytes:        " << limits.max_message_bytes() << "\n"
-      << "  max_joints_per_skeleton:  " << limits.max_joints_per_skeleton()
-      << "\n"
-      << "  max_characters_per_batch: " << limits.max_characters_per_batch()
-      << "\n"
-      << "  max_solver_iterations:    " << limits.max_solver_iterations()
-      << "\n"
-      << "  max_sessions:             " << limits.max_sessions() << "\n"
-      << "  max_objects_per_session:  " << limits.max_objects_per_session()
-      << "\n"
-      << "  skeleton_cache_size:      " << limits.skeleton_cache_size() << "\n"
-      << "  max_sessions_per_peer:    " << limits.max_sessions_per_peer()
-      << " (0: none)\n"
-      << "  max_session_bytes:        " << limits.max_session_bytes() << "\n"
-      << "operations:" << (info.operations().empty() ? "  (none)" : "") << "\n";
+  auto client = ConnectClient();
+  if (client == nullptr) return 2;
+  auto info = client->GetInfo();
+  if (!info.ok()) return Fail(posewire::cli::DescribeStatus(info.status()));
+  const posewire::v1::Limits& limits = info->limits();
+  std::cout << "server:      " << absl::GetFlag(FLAGS_server) << "\n"
+            << "version:     " << info->version() << "\n"
+            << "revision:    " << info->git_revision() << "\n"
+            << "threads:     " << info->solver_threads() << "\n"
+            << "limits:\n"
+            << "  max_message_bytes:        " << limits.max_message_bytes()
+            << "\n"
+            << "  max_joints_per_skeleton:  "
+            << limits.max_joints_per_skeleton() << "\n"
+            << "  max_characters_per_batch: "
+            << limits.max_characters_per_batch() << "\n"
+            << "  max_solver_iterations:    " << limits.max_solver_iterations()
+            << "\n"
+            << "  max_sessions:             " << limits.max_sessions() << "\n"
+            << "  max_objects_per_session:  "
+            << limits.max_objects_per_session() << "\n"
+            << "  skeleton_cache_size:      " << limits.skeleton_cache_size()
+            << "\n"
+            << "  max_sessions_per_peer:    " << limits.max_sessions_per_peer()
+            << " (0: none)\n"
+            << "  max_session_bytes:        " << limits.max_session_bytes()
+            << "\n"
+            << "operations:" << (info->operations().empty() ? "  (none)" : "")
+            << "\n";
   // One line per op: what a frame's op_updates may change, and the range
   // each bounded count accepts on this server.
-  for (const posewire::v1::OperationInfo& op : info.operation_info()) {
+  for (const posewire::v1::OperationInfo& op : info->operation_info()) {
     std::string line = absl::StrFormat("  %-20s", op.name());
     if (!op.updatable().empty()) {
       absl::StrAppend(&line, " updates: ", absl::StrJoin(op.updatable(), ", "));
@@ -168,14 +253,18 @@ int Info() {
 }
 
 int Health() {
-  auto stub = grpc::health::v1::Health::NewStub(Connect());
+  auto client = ConnectClient();
+  if (client == nullptr) return 2;
+  auto stub = grpc::health::v1::Health::NewStub(client->channel());
   grpc::ClientContext context;
-  SetDeadline(context);
+  client->PrepareContext(context);
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(absl::GetFlag(FLAGS_service));
   grpc::health::v1::HealthCheckResponse response;
-  grpc::Status status = stub->Check(&context, request, &response);
-  if (!status.ok()) return Fail(Describe(status));
+  const grpc::Status status = stub->Check(&context, request, &response);
+  if (!status.ok()) {
+    return Fail(posewire::cli::DescribeStatus(client->CallError(status)));
+  }
   const std::string state =
       grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
           response.status());
@@ -185,21 +274,23 @@ int Health() {
              : 1;
 }
 
+// `posewire help` (exit 0, standard output) and `posewire` alone (exit 2,
+// standard error: a script that forgot its command must not pass).
+int Help(std::ostream& out, int code) {
+  out << "Usage: posewire COMMAND [FILE] [--flag=value ...]\n\n"
+      << kCommands
+      << "\n`posewire --help` lists every flag and the exit codes.\n";
+  return code;
+}
+
 int Inspect(const std::vector<char*>& args) {
   if (args.size() != 3) {
-    return Fail("inspect takes exactly one FILE\n" + std::string(kUsage), 2);
+    return Fail("inspect takes exactly one FILE (posewire help)", 2);
   }
   auto asset = posewire::ReadAssetFile(args[2]);
   if (!asset.ok()) return Fail(std::string(asset.status().message()));
   std::cout << posewire::cli::FormatAsset(*asset);
   return 0;
-}
-
-std::unique_ptr<posewire::client::Client> ConnectClient() {
-  posewire::client::ClientOptions options;
-  options.timeout = absl::GetFlag(FLAGS_timeout);
-  return posewire::client::Client::Connect(absl::GetFlag(FLAGS_server),
-                                           options);
 }
 
 // Parses an optional numeric flag given as text ("" = unset).
@@ -224,7 +315,7 @@ bool ParseOptional(absl::string_view name, const std::string& text,
 
 int Solve(const std::vector<char*>& args) {
   if (args.size() != 3) {
-    return Fail("solve takes exactly one FILE\n" + std::string(kUsage), 2);
+    return Fail("solve takes exactly one FILE (posewire help)", 2);
   }
   posewire::cli::SolveOptions options;
   options.file = args[2];
@@ -239,12 +330,14 @@ int Solve(const std::vector<char*>& args) {
   options.format = absl::GetFlag(FLAGS_format);
   options.out = absl::GetFlag(FLAGS_out);
   options.model_pose = absl::GetFlag(FLAGS_model_pose);
-  return posewire::cli::RunSolve(*ConnectClient(), options);
+  auto client = ConnectClient();
+  if (client == nullptr) return 2;
+  return posewire::cli::RunSolve(*client, options);
 }
 
 int Stream(const std::vector<char*>& args) {
   if (args.size() != 3) {
-    return Fail("stream takes exactly one FILE\n" + std::string(kUsage), 2);
+    return Fail("stream takes exactly one FILE (posewire help)", 2);
   }
   posewire::cli::StreamOptions options;
   options.file = args[2];
@@ -258,23 +351,30 @@ int Stream(const std::vector<char*>& args) {
   if (absl::GetFlag(FLAGS_dt) >= 0.0) {
     options.dt = static_cast<float>(absl::GetFlag(FLAGS_dt));
   }
-  return posewire::cli::RunStream(*ConnectClient(), options);
+  auto client = ConnectClient();
+  if (client == nullptr) return 2;
+  return posewire::cli::RunStream(*client, options);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(kUsage);
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  if (args.size() < 2) return Fail(kUsage, 2);
+  const std::vector<char*> args =
+      posewire::ParseProgramFlags(argc, argv,
+                                  {.name = "posewire",
+                                   .usage = kUsage,
+                                   .flags_folder = "clients/cli/",
+                                   .exit_codes = kExitCodes});
+  if (args.size() < 2) return Help(std::cerr, 2);
   const std::string command = args[1];
+  if (command == "help" && args.size() == 2) return Help(std::cout, 0);
   if (command == "info" && args.size() == 2) return Info();
   if (command == "health" && args.size() == 2) return Health();
   if (command == "inspect") return Inspect(args);
   if (command == "solve") return Solve(args);
   if (command == "stream") return Stream(args);
   return Fail("unknown command or extra arguments: " +
-                  absl::StrJoin(args.begin() + 1, args.end(), " ") + "\n" +
-                  kUsage,
+                  absl::StrJoin(args.begin() + 1, args.end(), " ") +
+                  " (posewire help lists the commands)",
               2);
 }

@@ -1,6 +1,9 @@
 #include "clients/cli/stream_command.h"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -27,6 +30,54 @@ int Fail(const std::string& message, int code = 1) {
   std::cerr << "posewire stream: " << message << "\n";
   return code;
 }
+
+// Set by SIGINT; the frame loop polls it.
+std::atomic<bool> interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free,
+              "a signal handler may only touch lock-free atomics");
+
+void OnInterrupt(int /*signal*/) {
+  interrupted.store(true, std::memory_order_relaxed);
+}
+
+// Routes SIGINT to `interrupted` while it lives. SA_RESETHAND restores the
+// default action after the first one, so a second Ctrl-C still kills a
+// stream whose server stopped answering; SA_RESTART keeps the signal from
+// failing a write to standard output half-way (EINTR).
+class InterruptScope {
+ public:
+  InterruptScope() {
+    interrupted.store(false, std::memory_order_relaxed);
+    struct sigaction action {};
+    action.sa_handler = OnInterrupt;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigaction(SIGINT, &action, &previous_);
+  }
+  ~InterruptScope() { sigaction(SIGINT, &previous_, nullptr); }
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+};
+
+// Sleeps until `deadline` in short steps, so SIGINT is noticed within
+// 20 ms even at a slow --rate. False when interrupted.
+bool SleepUntil(Clock::time_point deadline) {
+  constexpr auto kStep = std::chrono::milliseconds(20);
+  while (!interrupted.load(std::memory_order_relaxed)) {
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) return true;
+    std::this_thread::sleep_until(
+        std::min<Clock::time_point>(deadline, now + kStep));
+  }
+  return false;
+}
+
+// One line of output, flushed: with standard output a file or a pipe, the
+// lines appear as the frames are answered, not when a buffer fills.
+void PrintLine(const std::string& line) { std::cout << line << std::endl; }
 
 absl::Status FromWire(const v1::Status& status) {
   if (status.code() == 0) return absl::OkStatus();
@@ -60,13 +111,14 @@ v1::Operation CrossfadeOp(const std::string& play) {
 }
 
 absl::Status CheckOptions(const StreamOptions& o) {
-  if (o.frames < 1) {
+  if (o.frames < 1 || o.frames > kMaxStreamFrames) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--frames=", o.frames, ": at least 1"));
+        absl::StrCat("--frames=", o.frames, ": from 1 to ", kMaxStreamFrames,
+                     " (46 hours at 60 Hz); stop a longer stream with Ctrl-C"));
   }
-  if (o.characters < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--characters=", o.characters, ": at least 1"));
+  if (o.characters < 1 || o.characters > kMaxStreamCharacters) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--characters=", o.characters, ": from 1 to ", kMaxStreamCharacters));
   }
   if (!std::isfinite(o.rate) || o.rate < 0.0) {
     return absl::InvalidArgumentError(
@@ -145,22 +197,24 @@ int RunStream(client::Client& client, const StreamOptions& o) {
       return 1;
     }
   }
-  std::cout << "session: " << o.file << ", " << num_joints << " joints, clip "
-            << (clip != nullptr ? clip->name : std::string("(none)")) << ", "
-            << o.characters << " character" << (o.characters == 1 ? "" : "s")
-            << ", " << o.frames << " frames at "
-            << (o.rate > 0.0 ? absl::StrCat(o.rate, " Hz")
-                             : std::string("full speed"))
-            << ", dt " << dt << " s, playback " << o.playback << "\n";
+  PrintLine(absl::StrCat(
+      "session: ", o.file, ", ", num_joints, " joints, clip ",
+      clip != nullptr ? clip->name : std::string("(none)"), ", ", o.characters,
+      " character", o.characters == 1 ? "" : "s", ", ", o.frames, " frames at ",
+      o.rate > 0.0 ? absl::StrCat(o.rate, " Hz") : std::string("full speed"),
+      ", dt ", dt, " s, playback ", o.playback));
 
   std::vector<int64_t> latencies_us;
-  latencies_us.reserve(o.frames);
+  // What a minute at 60 Hz needs; longer streams grow it as they go.
+  latencies_us.reserve(std::min(o.frames, 4096));
   int64_t errors = 0;
   int64_t solved = 0;
   int frames_answered = 0;
   bool broken = false;
+  const InterruptScope interrupt_scope;
   const Clock::time_point start = Clock::now();
   for (int i = 0; i < o.frames; ++i) {
+    if (interrupted.load(std::memory_order_relaxed)) break;
     v1::SessionRequest request;
     v1::Frame* frame = request.mutable_frame();
     frame->set_sequence(static_cast<uint64_t>(i) + 1);
@@ -181,10 +235,10 @@ int RunStream(client::Client& client, const StreamOptions& o) {
       }
       for (const v1::Operation& op : *user_ops) *character->add_ops() = op;
     }
-    if (o.rate > 0.0) {
-      std::this_thread::sleep_until(
-          start + std::chrono::duration_cast<Clock::duration>(
-                      std::chrono::duration<double>(i / o.rate)));
+    if (o.rate > 0.0 &&
+        !SleepUntil(start + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(i / o.rate)))) {
+      break;
     }
     const Clock::time_point sent = Clock::now();
     auto response = (*session)->Call(request);
@@ -249,9 +303,10 @@ int RunStream(client::Client& client, const StreamOptions& o) {
                               result.characters(0).character_id(), t[0], t[1],
                               t[2]);
       }
-      std::cout << line << "\n";
+      PrintLine(line);
     }
   }
+  const bool stopped = interrupted.load(std::memory_order_relaxed);
   const double seconds =
       std::chrono::duration<double>(Clock::now() - start).count();
   if (!broken) {
@@ -267,6 +322,10 @@ int RunStream(client::Client& client, const StreamOptions& o) {
   double mean = 0.0;
   for (const int64_t us : sorted) mean += static_cast<double>(us);
   if (!sorted.empty()) mean /= static_cast<double>(sorted.size());
+  if (stopped) {
+    PrintLine(absl::StrCat("interrupted: SIGINT after ", frames_answered,
+                           " of ", o.frames, " frames"));
+  }
   std::cout << absl::StrFormat(
       "frames:      %d sent, %d answered\n"
       "characters:  %d per frame, %d solved\n"
@@ -278,6 +337,7 @@ int RunStream(client::Client& client, const StreamOptions& o) {
       Percentile(sorted, 99), sorted.empty() ? 0 : sorted.back(), mean,
       seconds > 0 ? frames_answered / seconds : 0.0,
       seconds > 0 ? static_cast<double>(solved) / seconds : 0.0);
+  std::cout.flush();
   return errors == 0 ? 0 : 1;
 }
 

@@ -9,7 +9,12 @@
 // the clip) followed by the --ops_json ops, the way a game sends IK targets
 // that change every frame; playback "crossfade" lets the server's crossfade
 // player advance the clip by dt, its state kept in the session. Prints a line
-// per frame (or every k-th) and a latency summary.
+// per frame (or every k-th) and a latency summary. Each line is flushed as
+// it is printed, so a file or pipe on standard output follows the stream.
+// SIGINT (Ctrl-C) stops sending after the frame in flight: the session is
+// closed, the summary of the frames so far printed, and the exit code is as
+// if those were all the frames asked for. A second SIGINT ends the process
+// at once.
 #ifndef POSEWIRE_CLIENTS_CLI_STREAM_COMMAND_H_
 #define POSEWIRE_CLIENTS_CLI_STREAM_COMMAND_H_
 
@@ -19,6 +24,14 @@
 #include "clients/cpp/posewire_client.h"
 
 namespace posewire::cli {
+
+// Most frames one stream sends: 46 hours at 60 Hz. More is a typo (or an
+// overflowed script variable), refused before anything is sent.
+inline constexpr int kMaxStreamFrames = 10'000'000;
+// Most characters per frame; every server limit is far below (its
+// --max_characters, 1024 by default), this only stops a typo from
+// allocating gigabytes of ids before the server could refuse them.
+inline constexpr int kMaxStreamCharacters = 1'000'000;
 
 struct StreamOptions {
   std::string file;

@@ -8,14 +8,35 @@
 namespace posewire::client {
 namespace {
 
-void SetDeadline(grpc::ClientContext& context, absl::Duration timeout) {
-  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-}
-
 absl::Status FromWire(const v1::Status& status) {
   if (status.code() == 0) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(status.code()),
                       status.message());
+}
+
+void AddToken(grpc::ClientContext& context, const ClientOptions& options) {
+  if (!options.token.empty()) {
+    context.AddMetadata("authorization",
+                        absl::StrCat("Bearer ", options.token));
+  }
+}
+
+// How the client tried to connect, for a connection failure: the address
+// alone rarely explains it, TLS against a plaintext server (or the reverse)
+// fails the same way a stopped server does.
+std::string Attempt(absl::string_view target, const ClientOptions& options) {
+  std::string attempt = target.empty()
+                            ? std::string("the posewire server")
+                            : absl::StrCat("a posewire server at ", target);
+  if (!options.tls) return absl::StrCat(attempt, " (plaintext, no TLS)");
+  absl::StrAppend(&attempt, " (TLS, trusting ",
+                  options.tls_root_certificates.empty()
+                      ? "the system's certificate authorities"
+                      : "the given certificate authority");
+  if (!options.tls_server_name.empty()) {
+    absl::StrAppend(&attempt, ", certificate name ", options.tls_server_name);
+  }
+  return absl::StrCat(attempt, ")");
 }
 
 }  // namespace
@@ -26,28 +47,75 @@ absl::Status FromGrpc(const grpc::Status& status) {
                       status.error_message());
 }
 
-std::unique_ptr<Client> Client::Connect(const std::string& target,
-                                        const ClientOptions& options) {
+std::shared_ptr<grpc::Channel> CreateChannel(const std::string& target,
+                                             const ClientOptions& options) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
-  return std::make_unique<Client>(
-      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
-                                args),
-      options);
+  if (!options.tls) {
+    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                     args);
+  }
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = options.tls_root_certificates;
+  if (!options.tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(options.tls_server_name);
+  }
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
+}
+
+absl::Status CallError(const grpc::Status& status, grpc::Channel& channel,
+                       absl::string_view target, const ClientOptions& options) {
+  const bool no_connection =
+      (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) &&
+      channel.GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_READY;
+  if (!no_connection) return FromGrpc(status);
+  const std::string listen =
+      target.empty() ? std::string("HOST:PORT") : std::string(target);
+  return absl::Status(
+      static_cast<absl::StatusCode>(status.error_code()),
+      absl::StrCat(
+          "cannot reach ", Attempt(target, options), ": ",
+          status.error_message(),
+          ". Is posewire-server running there (posewire-server --listen=",
+          listen, ")? ",
+          options.tls ? "Does it serve TLS (--tls_cert) with a certificate "
+                        "that CA signed for that name?"
+                      : "If it serves TLS (--tls_cert), connect with TLS."));
+}
+
+std::unique_ptr<Client> Client::Connect(const std::string& target,
+                                        const ClientOptions& options) {
+  return std::unique_ptr<Client>(
+      new Client(CreateChannel(target, options), options, target));
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel,
                const ClientOptions& options)
+    : Client(std::move(channel), options, "") {}
+
+Client::Client(std::shared_ptr<grpc::Channel> channel,
+               const ClientOptions& options, std::string target)
     : channel_(std::move(channel)),
+      target_(std::move(target)),
       stub_(v1::PoseWire::NewStub(channel_)),
       options_(options) {}
 
+void Client::PrepareContext(grpc::ClientContext& context) const {
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
+  AddToken(context, options_);
+}
+
+absl::Status Client::CallError(const grpc::Status& status) const {
+  return client::CallError(status, *channel_, target_, options_);
+}
+
 absl::StatusOr<v1::GetInfoResponse> Client::GetInfo() {
   grpc::ClientContext context;
-  SetDeadline(context, options_.timeout);
+  PrepareContext(context);
   v1::GetInfoResponse response;
-  absl::Status status = FromGrpc(stub_->GetInfo(&context, {}, &response));
+  absl::Status status = CallError(stub_->GetInfo(&context, {}, &response));
   if (!status.ok()) return status;
   return response;
 }
@@ -55,9 +123,9 @@ absl::StatusOr<v1::GetInfoResponse> Client::GetInfo() {
 absl::StatusOr<v1::SolveResponse> Client::Solve(
     const v1::SolveRequest& request) {
   grpc::ClientContext context;
-  SetDeadline(context, options_.timeout);
+  PrepareContext(context);
   v1::SolveResponse response;
-  absl::Status status = FromGrpc(stub_->Solve(&context, request, &response));
+  absl::Status status = CallError(stub_->Solve(&context, request, &response));
   if (!status.ok()) return status;
   return response;
 }
@@ -118,7 +186,12 @@ absl::StatusOr<v1::SolveResponse> Client::SolveWithSkeletonCache(
 
 absl::StatusOr<std::unique_ptr<Session>> Client::OpenSession() {
   auto session = std::unique_ptr<Session>(new Session());
+  session->channel_ = channel_;
+  session->target_ = target_;
+  session->options_ = options_;
   session->context_ = std::make_unique<grpc::ClientContext>();
+  // No deadline: a session lasts as long as its user keeps it.
+  AddToken(*session->context_, options_);
   session->stream_ = stub_->Session(session->context_.get());
   if (session->stream_ == nullptr) {
     return absl::UnavailableError("could not open a session stream");
@@ -136,20 +209,18 @@ Session::~Session() {
 absl::StatusOr<v1::SessionResponse> Session::Call(
     const v1::SessionRequest& request) {
   if (closed_) return absl::FailedPreconditionError("the session is closed");
-  if (!stream_->Write(request)) {
-    closed_ = true;
-    absl::Status status = FromGrpc(stream_->Finish());
-    return status.ok() ? absl::UnavailableError("the session stream closed")
-                       : status;
-  }
   v1::SessionResponse response;
-  if (!stream_->Read(&response)) {
+  if (!stream_->Write(request) || !stream_->Read(&response)) {
     closed_ = true;
-    absl::Status status = FromGrpc(stream_->Finish());
+    absl::Status status = Finish();
     return status.ok() ? absl::UnavailableError("the session stream closed")
                        : status;
   }
   return response;
+}
+
+absl::Status Session::Finish() {
+  return CallError(stream_->Finish(), *channel_, target_, options_);
 }
 
 absl::Status Session::Register(const v1::SessionRequest& request) {
@@ -208,7 +279,7 @@ absl::Status Session::Close() {
   if (closed_) return absl::OkStatus();
   closed_ = true;
   stream_->WritesDone();
-  return FromGrpc(stream_->Finish());
+  return Finish();
 }
 
 }  // namespace posewire::client

@@ -29,10 +29,33 @@ struct ClientOptions {
   absl::Duration timeout = absl::Seconds(10);
   // Largest message sent or received; match the server's limit.
   int max_message_bytes = 16 << 20;
+  // Sent as "authorization: Bearer <token>" on every call (a server started
+  // with --auth_token_file wants it); empty: no token.
+  std::string token;
+  // Connect with TLS, trusting the certificate authorities of
+  // `tls_root_certificates` (PEM; empty: the system's).
+  bool tls = false;
+  std::string tls_root_certificates;
+  // The name the server's certificate must carry when it is not the host of
+  // the target (e.g. connecting by IP to a certificate for a DNS name).
+  std::string tls_server_name;
 };
 
 // A gRPC status as an absl::Status (same code, same message).
 absl::Status FromGrpc(const grpc::Status& status);
+
+// The channel Client::Connect opens: TLS or not, message limits.
+std::shared_ptr<grpc::Channel> CreateChannel(const std::string& target,
+                                             const ClientOptions& options);
+
+// A failed call as the caller should see it. A call that failed because no
+// connection could be made (UNAVAILABLE or DEADLINE_EXCEEDED while the
+// channel is not READY) keeps its code, and its message says what was tried
+// and what to check: "cannot reach a posewire server at 127.0.0.1:50051
+// (plaintext): <gRPC's reason>; is posewire-server running there ...". Any
+// other status is FromGrpc(status).
+absl::Status CallError(const grpc::Status& status, grpc::Channel& channel,
+                       absl::string_view target, const ClientOptions& options);
 
 class Session;
 
@@ -57,8 +80,20 @@ class Client {
   // Opens a streaming session.
   absl::StatusOr<std::unique_ptr<Session>> OpenSession();
 
+  // For calls the class does not wrap (e.g. grpc.health.v1 on channel()):
+  // sets the deadline and the token, and explains a failed call as the
+  // wrapped calls do.
+  void PrepareContext(grpc::ClientContext& context) const;
+  absl::Status CallError(const grpc::Status& status) const;
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+
  private:
+  Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options,
+         std::string target);
+
   std::shared_ptr<grpc::Channel> channel_;
+  // What Connect was given; empty for a Client made on a channel.
+  std::string target_;
   std::unique_ptr<v1::PoseWire::Stub> stub_;
   ClientOptions options_;
   std::mutex mutex_;
@@ -98,7 +133,13 @@ class Session {
   friend class Client;
   Session() = default;
   absl::Status Register(const v1::SessionRequest& request);
+  // The stream's final status, explained as the client's calls are.
+  absl::Status Finish();
 
+  // The client's channel, target and options, for Finish.
+  std::shared_ptr<grpc::Channel> channel_;
+  std::string target_;
+  ClientOptions options_;
   std::unique_ptr<grpc::ClientContext> context_;
   std::unique_ptr<
       grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>>

@@ -11,8 +11,9 @@
 // steady clock. With --rate each sender keeps an absolute schedule; a sender
 // that falls more than one period behind restarts its schedule (no burst).
 // Senders are gRPC callback-API reactors, not threads: the client's own CPU
-// use stays small and flat however many streams it drives.#include
-// <grpcpp/generic/generic_stub.h>
+// use stays small and flat however many streams it drives.
+// `posewire-load --help` lists the flags and the exit codes.
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -22,8 +23,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -34,9 +33,11 @@
 #include "clients/load/network_senders.h"
 #include "clients/load/phase.h"
 #include "clients/load/workload.h"
+#include "proto/program.h"
 #include "solver_core/io/bvh_reader.h"
 
-ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Server address host:port.");
+ABSL_FLAG(std::string, server, "127.0.0.1:50051",
+          "Server address, HOST:PORT (plaintext, no token).");
 ABSL_FLAG(std::string, mode, "stream",
           "stream (Session RPC) or unary (Solve).");
 ABSL_FLAG(int, streams, 0, "Concurrent streams (stream mode).");
@@ -49,8 +50,9 @@ ABSL_FLAG(bool, op_updates, true,
 ABSL_FLAG(double, rate, 0,
           "Messages per second per stream/caller; 0: open loop.");
 ABSL_FLAG(double, duration, 10, "Seconds of each phase.");
-ABSL_FLAG(std::string, skeleton, POSEWIRE_LOAD_DATA_DIR "/cmu_131_01_walk.bvh",
-          "BVH file whose skeleton and first clip make the workload.");
+ABSL_FLAG(std::string, skeleton, "",
+          "BVH file whose skeleton and first clip make the workload; empty: "
+          "the CMU walk of the source tree (tests/data/cmu_131_01_walk.bvh).");
 ABSL_FLAG(
     float, clip_seconds, 0.5f,
     "Seconds of the clip used (0: whole clip); unary sends it every call.");
@@ -69,6 +71,28 @@ ABSL_FLAG(std::string, cpus, "",
 
 namespace posewire::load {
 namespace {
+
+constexpr char kUsage[] =
+    "drives a posewire server with concurrent streams or unary callers, "
+    "then runs\n"
+    "the identical requests in process for the same time (--baseline), so "
+    "the cost\n"
+    "of the wire shows in one run.\n"
+    "\n"
+    "Usage: posewire-load [--server=HOST:PORT] [--mode=stream|unary] "
+    "[--flag=value ...]";
+
+constexpr char kExitCodes[] =
+    "Exit codes:\n"
+    "  0  every message was answered without error\n"
+    "  1  the run could not start (server unreachable, unreadable "
+    "--skeleton, an\n"
+    "     operation the server lacks); also an unknown flag or a malformed "
+    "flag\n"
+    "     value (reported by the flag parser)\n"
+    "  2  a flag value is invalid (an address without a port, --mode, "
+    "--cpus, ...)\n"
+    "  3  the run completed with errors or unanswered messages";
 
 // Confines the calling thread, and so every thread it starts, to --cpus;
 // returns the set as the report names it ("all" without the flag).
@@ -90,6 +114,12 @@ int Main() {
   if (mode != "stream" && mode != "unary") {
     std::fprintf(stderr, "--mode must be stream or unary, not '%s'\n",
                  mode.c_str());
+    return 2;
+  }
+  if (absl::Status s = CheckHostPort("server", absl::GetFlag(FLAGS_server),
+                                     PortZero::kRefused);
+      !s.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
     return 2;
   }
   c.stream = mode == "stream";
@@ -126,7 +156,12 @@ int Main() {
     return 1;
   }
 
-  auto asset = ReadBvhFile(absl::GetFlag(FLAGS_skeleton));
+  // The default is resolved here, not in the flag's definition, so --help
+  // shows no path of the machine that built the binary.
+  std::string skeleton = absl::GetFlag(FLAGS_skeleton);
+  if (skeleton.empty())
+    skeleton = POSEWIRE_LOAD_DATA_DIR "/cmu_131_01_walk.bvh";
+  auto asset = ReadBvhFile(skeleton);
   if (!asset.ok()) {
     std::fprintf(stderr, "--skeleton: %s\n",
                  std::string(asset.status().message()).c_str());
@@ -245,9 +280,19 @@ int Main() {
 }  // namespace posewire::load
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "Load generator for a posewire server, with an in-process baseline.");
-  absl::ParseCommandLine(argc, argv);
+  const std::vector<char*> args =
+      posewire::ParseProgramFlags(argc, argv,
+                                  {.name = "posewire-load",
+                                   .usage = posewire::load::kUsage,
+                                   .flags_folder = "clients/load/",
+                                   .exit_codes = posewire::load::kExitCodes});
+  if (args.size() > 1) {
+    std::fprintf(stderr,
+                 "posewire-load: unexpected argument '%s': flags are "
+                 "--name=value (posewire-load --help)\n",
+                 args[1]);
+    return 2;
+  }
   // As in posewire-server (server/main.cc): no debug deadlock detection on
   // gRPC's locks, so the generator spends the shared cores on the load.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);

@@ -1,31 +1,40 @@
 // posewire-server: serves posewire.v1.PoseWire, grpc.health.v1 and server
 // reflection. SIGINT or SIGTERM: stop accepting, let in-flight calls finish
-// within --shutdown_grace, exit 0.
+// within --shutdown_grace, exit 0. `posewire-server --help` lists the flags
+// and the exit codes.
+#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "proto/program.h"
+#include "proto/version.h"
 #include "server/transport/server.h"
-#include "server/transport/version.h"
 #include "solver_core/model/simd_level.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
-          "Address to serve on, HOST:PORT (port 0 picks a free one).");
+          "Address to serve on, HOST:PORT (0.0.0.0:PORT: every interface; "
+          "port 0 picks a free one and logs it). A port is required.");
 ABSL_FLAG(int, threads, 0, "Threads that run solves; 0 = one per core.");
 ABSL_FLAG(int64_t, inline_request_bytes, 8 << 10,
           "Requests up to this size are solved on the gRPC thread that read "
@@ -72,6 +81,85 @@ ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
 
 namespace {
 
+constexpr char kUsage[] =
+    "the posewire animation solver over gRPC: posewire.v1.PoseWire (unary "
+    "Solve,\n"
+    "streaming Session), grpc.health.v1 and server reflection. SIGINT or "
+    "SIGTERM:\n"
+    "stop accepting, let calls in flight finish within --shutdown_grace, "
+    "exit 0.\n"
+    "\n"
+    "Usage: posewire-server [--listen=HOST:PORT] [--flag=value ...]";
+
+constexpr char kExitCodes[] =
+    "Exit codes:\n"
+    "  0  stopped by SIGINT or SIGTERM after draining\n"
+    "  1  could not start: the address is in use or cannot be bound, a "
+    "TLS or token\n"
+    "     file cannot be read; also an unknown flag or a malformed flag "
+    "value\n"
+    "     (reported by the flag parser)\n"
+    "  2  a flag value is invalid: an address without a port, a limit out "
+    "of range,\n"
+    "     an unknown --log_level";
+
+// Binds --listen the way gRPC is about to (SO_REUSEADDR, no SO_REUSEPORT)
+// and lets it go again. gRPC reports a busy port in its own log, as a long
+// nested internal error, before PosewireServer::Start can return; this
+// check turns the usual case into one line. A port taken between this
+// check and gRPC's bind still gets gRPC's message, then Start's error.
+absl::Status CheckCanListen(const std::string& address) {
+  if (absl::StartsWith(address, "unix") ||
+      posewire::AddressPort(address) == "0") {
+    return absl::OkStatus();
+  }
+  const std::string host(posewire::AddressHost(address));
+  const std::string port(posewire::AddressPort(address));
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (const int error = getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
+      error != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot listen on ", address, ": ", gai_strerror(error)));
+  }
+  const std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addresses(
+      found, freeaddrinfo);
+  bool bound = false;
+  bool in_use = false;
+  int last_error = 0;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd =
+        socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      last_error = errno;
+      continue;
+    }
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      bound = true;
+    } else {
+      last_error = errno;
+      in_use |= last_error == EADDRINUSE;
+    }
+    close(fd);
+  }
+  if (in_use) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", address,
+        ": the address is already in use (is another posewire-server "
+        "running? choose another --listen port, or port 0 for a free one)"));
+  }
+  if (!bound) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", address, ": ", std::strerror(last_error)));
+  }
+  return absl::OkStatus();
+}
+
 // glibc hands the top of a heap back to the OS whenever 128 KB there are
 // free (M_TRIM_THRESHOLD's default), and a batch answer is a few hundred KB
 // allocated and freed once per message, so every message faulted the same
@@ -102,6 +190,17 @@ int Run() {
 
   posewire::server::ServerConfig config;
   config.listen = absl::GetFlag(FLAGS_listen);
+  config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  absl::Status addresses = posewire::CheckHostPort(
+      "listen", config.listen, posewire::PortZero::kAllowed);
+  if (addresses.ok() && !config.metrics_listen.empty()) {
+    addresses = posewire::CheckHostPort("metrics_listen", config.metrics_listen,
+                                        posewire::PortZero::kAllowed);
+  }
+  if (!addresses.ok()) {
+    spdlog::error("{}", std::string(addresses.message()));
+    return 2;
+  }
   config.threads = absl::GetFlag(FLAGS_threads);
   config.inline_request_bytes = absl::GetFlag(FLAGS_inline_request_bytes);
   config.batch_inline_quiet = absl::GetFlag(FLAGS_batch_inline_quiet);
@@ -116,7 +215,6 @@ int Run() {
   config.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
   config.keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
   config.skeleton_cache_size = absl::GetFlag(FLAGS_skeleton_cache_size);
-  config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   config.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   config.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   config.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
@@ -131,10 +229,18 @@ int Run() {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  if (absl::Status s = config.Validate(); !s.ok()) {
+    spdlog::error("{}", std::string(s.message()));
+    return 2;
+  }
+  if (absl::Status s = CheckCanListen(config.listen); !s.ok()) {
+    spdlog::error("{}", std::string(s.message()));
+    return 1;
+  }
   auto server = posewire::server::PosewireServer::Start(config);
   if (!server.ok()) {
-    spdlog::error("cannot start: {}", server.status().ToString());
-    return 1;
+    spdlog::error("cannot start: {}", std::string(server.status().message()));
+    return absl::IsInvalidArgument(server.status()) ? 2 : 1;
   }
   const std::string host = config.listen.substr(0, config.listen.rfind(':'));
   spdlog::info("posewire-server {} ({}) listening on {}:{}, {} solver threads",
@@ -166,10 +272,19 @@ int Run() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "posewire-server: networked animation solver.\n"
-      "Usage: posewire-server [--listen=HOST:PORT] [--threads=N] ...");
-  absl::ParseCommandLine(argc, argv);
+  const std::vector<char*> args =
+      posewire::ParseProgramFlags(argc, argv,
+                                  {.name = "posewire-server",
+                                   .usage = kUsage,
+                                   .flags_folder = "server/transport/",
+                                   .exit_codes = kExitCodes});
+  if (args.size() > 1) {
+    spdlog::error(
+        "unexpected argument '{}': flags are --name=value "
+        "(posewire-server --help)",
+        args[1]);
+    return 2;
+  }
   // Debian builds Abseil without NDEBUG, which leaves absl::Mutex's
   // deadlock detector on: every lock of gRPC's (grpc_core::Mutex is an
   // absl::Mutex) then updates a global lock graph under a global spinlock.

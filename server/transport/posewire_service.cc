@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "proto/grpc_handoff.h"
+#include "proto/version.h"
 #include "server/ops/op_table.h"
 #include "server/service/session.h"
 #include "server/service/solve.h"
-#include "server/transport/version.h"
 #include "spdlog/spdlog.h"
 
 namespace posewire::server {

@@ -15,9 +15,9 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "posewire/v1/posewire.grpc.pb.h"
+#include "proto/version.h"
 #include "server/ops/op_table.h"
 #include "server/transport/request_placement.h"
-#include "server/transport/version.h"
 
 namespace posewire::server {
 namespace {

@@ -239,6 +239,48 @@ TEST_F(ChainDefaultsServiceTest, TwoBoneAtDefaultsMatchesTheCore) {
   EXPECT_EQ(reached, reachable);
 }
 
+// A leg straight in the pose and at rest (the walk's rest pose), with the
+// pole along it: no plane gives the hinge, so the op falls back to the old
+// default (0, 0, 1), answers what an explicit (0, 0, 1) answers, and warns.
+TEST_F(ChainDefaultsServiceTest, TwoBoneWithNoBendPlaneWarnsOfTheOldDefault) {
+  const Skeleton& s = RealWalk().skeleton;
+  const std::vector<Transform> rest = RestPose(s);
+  const std::vector<Transform> model = testing_util::ModelOf(s, rest);
+  const int hip = s.FindJoint("LeftHip");
+  const int ankle = s.FindJoint("LeftAnkle");
+  const Eigen::Vector3f along =
+      model[ankle].translation - model[hip].translation;
+  v1::SolveResponse answers[2];
+  for (int explicit_axis = 0; explicit_axis < 2; ++explicit_axis) {
+    v1::SolveRequest request;
+    v1::CharacterInput* character = request.add_characters();
+    SkeletonToProto(s, character->mutable_skeleton()->mutable_skeleton());
+    PoseToProto(rest, character->mutable_pose());
+    v1::TwoBoneIkOp* op = character->add_ops()->mutable_two_bone_ik();
+    op->set_start_joint("LeftHip");
+    op->set_mid_joint("LeftKnee");
+    op->set_end_joint("LeftAnkle");
+    *op->mutable_target() = ToVec3(model[hip].translation + 0.8f * along +
+                                   Eigen::Vector3f(0, 0, 1));
+    *op->mutable_pole_vector() = ToVec3(along);
+    if (explicit_axis) *op->mutable_mid_axis() = ToVec3({0, 0, 1});
+    grpc::ClientContext context;
+    const grpc::Status status =
+        stub_->Solve(&context, request, &answers[explicit_axis]);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(answers[explicit_axis].characters(0).ops_size(), 1);
+  }
+  const v1::OperationResult& derived = answers[0].characters(0).ops(0);
+  ASSERT_EQ(derived.warnings_size(), 1);
+  EXPECT_EQ(derived.warnings(0),
+            "mid_axis unset and the limb straight, with no bend plane from "
+            "the pole or the rest pose: hinge defaulted to (0, 0, 1)");
+  EXPECT_TRUE(derived.reached());
+  EXPECT_EQ(answers[1].characters(0).ops(0).warnings_size(), 0);
+  EXPECT_TRUE(BitIdentical(answers[0].characters(0).pose(),
+                           Floats(answers[1].characters(0).pose())));
+}
+
 // The four limb targets of a frame at once.
 TEST_F(ChainDefaultsServiceTest, FullBodyCcdAtDefaultsMatchesTheCore) {
   const std::vector<RealCase> cases = RealCases(RealWalk(), 50);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/analytic_ik/clamp_direction.h"
 #include "solver_core/model/internal/sse_helpers.h"
@@ -323,9 +324,10 @@ struct LimbFrame {
 
 // `pose`: the local transforms to compose (the input, or the rest pose);
 // `direct` as ChainView's; `start_scale`: the start joint's model-space
-// scale.
-LimbFrame ComposeLimb(const TwoBoneIkJob& job, const Transform* pose,
-                      bool direct, const Eigen::Vector3f& start_scale) {
+// scale. Inlined: on the solve's path it shares loads with Run.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimbFrame ComposeLimb(
+    const TwoBoneIkJob& job, const Transform* pose, bool direct,
+    const Eigen::Vector3f& start_scale) {
   const Transform* mid = pose + job.mid_joint;
   const Transform* end = pose + job.end_joint;
   LimbFrame limb;
@@ -384,6 +386,26 @@ bool BendPlaneAxis(const LimbFrame& limb, Vec3* axis) {
   return true;
 }
 
+// A straight limb with no pole plane: the hinge of the rest pose, under the
+// current parent's scale (fixed in the mid joint's space, it carries over to
+// the current pose as is), else (0, 0, 1). Rare: kept out of the solve's
+// inlined path.
+[[gnu::noinline]] Vec3 RestPoseMidAxis(const TwoBoneIkJob& job,
+                                       const ChainView& chain,
+                                       TwoBoneIkHinge* source) {
+  const Transform* rest = job.skeleton->rest_pose().data();
+  const Eigen::Vector3f rest_start_scale =
+      chain.parent_model->scale.cwiseProduct(rest[job.start_joint].scale);
+  Vec3 axis;
+  if (BendPlaneAxis(ComposeLimb(job, rest, chain.direct, rest_start_scale),
+                    &axis)) {
+    *source = TwoBoneIkHinge::kRestPose;
+    return axis;
+  }
+  *source = TwoBoneIkHinge::kDefault;
+  return Vec3(Eigen::Vector3f::UnitZ());
+}
+
 // mid_axis unset: the hinge from the input pose's bend, else (a straight
 // limb) from the pole, else from the rest pose, else (0, 0, 1). See the
 // header. `pole_dir` is the pole in the start joint's rotation frame.
@@ -404,18 +426,7 @@ Vec3 DeriveMidAxis(const TwoBoneIkJob& job, const ChainView& chain,
     *source = TwoBoneIkHinge::kPole;
     return ToMidSpace(limb, toward_pole, p2);
   }
-  // The rest pose under the current parent's scale. Its hinge is fixed in
-  // the mid joint's space, so it carries over to the current pose as is.
-  const Transform* rest = job.skeleton->rest_pose().data();
-  const Eigen::Vector3f rest_start_scale =
-      chain.parent_model->scale.cwiseProduct(rest[job.start_joint].scale);
-  if (BendPlaneAxis(ComposeLimb(job, rest, chain.direct, rest_start_scale),
-                    &axis)) {
-    *source = TwoBoneIkHinge::kRestPose;
-    return axis;
-  }
-  *source = TwoBoneIkHinge::kDefault;
-  return Vec3(Eigen::Vector3f::UnitZ());
+  return RestPoseMidAxis(job, chain, source);
 }
 
 }  // namespace

@@ -365,24 +365,37 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimbFrame ComposeLimb(
 constexpr float kStraightSine2 =
     kTwoBoneIkStraightSine * kTwoBoneIkStraightSine;
 
-// The unit vector along `v` in the mid joint's space, for `v` in the start
-// joint's rotation frame.
-Vec3 ToMidSpace(const LimbFrame& limb, Vec3 v, float v_norm2) {
-  return Rotate(limb.start_to_mid.conjugate(), v * (1.0f / std::sqrt(v_norm2)));
+// A unit hinge axis in the mid joint's space (`mid`, what the hinge turns
+// about) and in the start joint's rotation frame (`start`, what the solve
+// works with).
+struct HingeAxis {
+  Vec3 mid;
+  Vec3 start;
+};
+
+// From `v` in the start joint's rotation frame, |v|^2 = v_norm2 > 0: one
+// rotation, none back.
+HingeAxis FromStartFrame(const LimbFrame& limb, Vec3 v, float v_norm2) {
+  const Vec3 start = v * (1.0f / std::sqrt(v_norm2));
+  return {Rotate(limb.start_to_mid.conjugate(), start), start};
 }
 
-// The hinge of a bent limb: the normal of its plane, bone2 x bone1, in the
-// mid joint's space. A positive turn about it moves bone 2 toward bone 1's
-// direction, so it opens the limb and keeps the bend on its side. False for
-// a straight (or flat folded) limb.
-bool BendPlaneAxis(const LimbFrame& limb, Vec3* axis) {
+HingeAxis FromMidSpace(const LimbFrame& limb, Vec3 mid) {
+  return {mid, Rotate(limb.start_to_mid, mid)};
+}
+
+// The hinge of a bent limb: the normal of its plane, bone2 x bone1. A
+// positive turn about it moves bone 2 toward bone 1's direction, so it opens
+// the limb and keeps the bend on its side. False for a straight (or flat
+// folded) limb.
+bool BendPlaneAxis(const LimbFrame& limb, HingeAxis* axis) {
   const Vec3 normal = limb.bone2.cross(limb.bone1);
   const float n2 = normal.squaredNorm();
   if (!(n2 >
         kStraightSine2 * limb.bone1.squaredNorm() * limb.bone2.squaredNorm())) {
     return false;
   }
-  *axis = ToMidSpace(limb, normal, n2);
+  *axis = FromStartFrame(limb, normal, n2);
   return true;
 }
 
@@ -390,29 +403,30 @@ bool BendPlaneAxis(const LimbFrame& limb, Vec3* axis) {
 // current parent's scale (fixed in the mid joint's space, it carries over to
 // the current pose as is), else (0, 0, 1). Rare: kept out of the solve's
 // inlined path.
-[[gnu::noinline]] Vec3 RestPoseMidAxis(const TwoBoneIkJob& job,
-                                       const ChainView& chain,
-                                       TwoBoneIkHinge* source) {
+[[gnu::noinline]] HingeAxis RestPoseMidAxis(const TwoBoneIkJob& job,
+                                            const ChainView& chain,
+                                            const LimbFrame& limb,
+                                            TwoBoneIkHinge* source) {
   const Transform* rest = job.skeleton->rest_pose().data();
   const Eigen::Vector3f rest_start_scale =
       chain.parent_model->scale.cwiseProduct(rest[job.start_joint].scale);
-  Vec3 axis;
+  HingeAxis at_rest;
   if (BendPlaneAxis(ComposeLimb(job, rest, chain.direct, rest_start_scale),
-                    &axis)) {
+                    &at_rest)) {
     *source = TwoBoneIkHinge::kRestPose;
-    return axis;
+    return FromMidSpace(limb, at_rest.mid);
   }
   *source = TwoBoneIkHinge::kDefault;
-  return Vec3(Eigen::Vector3f::UnitZ());
+  return FromMidSpace(limb, Vec3(Eigen::Vector3f::UnitZ()));
 }
 
 // mid_axis unset: the hinge from the input pose's bend, else (a straight
 // limb) from the pole, else from the rest pose, else (0, 0, 1). See the
 // header. `pole_dir` is the pole in the start joint's rotation frame.
-Vec3 DeriveMidAxis(const TwoBoneIkJob& job, const ChainView& chain,
-                   const LimbFrame& limb, Vec3 pole_dir,
-                   TwoBoneIkHinge* source) {
-  Vec3 axis;
+HingeAxis DeriveMidAxis(const TwoBoneIkJob& job, const ChainView& chain,
+                        const LimbFrame& limb, Vec3 pole_dir,
+                        TwoBoneIkHinge* source) {
+  HingeAxis axis;
   if (BendPlaneAxis(limb, &axis)) {
     *source = TwoBoneIkHinge::kPoseBend;
     return axis;
@@ -424,9 +438,9 @@ Vec3 DeriveMidAxis(const TwoBoneIkJob& job, const ChainView& chain,
   const float p2 = toward_pole.squaredNorm();
   if (p2 > kStraightSine2 * along.squaredNorm() * pole_dir.squaredNorm()) {
     *source = TwoBoneIkHinge::kPole;
-    return ToMidSpace(limb, toward_pole, p2);
+    return FromStartFrame(limb, toward_pole, p2);
   }
-  return RestPoseMidAxis(job, chain, source);
+  return RestPoseMidAxis(job, chain, limb, source);
 }
 
 }  // namespace
@@ -524,16 +538,20 @@ absl::Status TwoBoneIkJob::Run() const {
     return Rotate(inv_start, bend_goal.has_value() ? Vec3(*bend_goal) - a_pos
                                                    : Vec3(pole_vector));
   };
-  Vec3 axis;
+  HingeAxis hinge_axis;
   if (mid_axis.has_value()) {
     const Vec3 mid_axis_v(*mid_axis);
     const float axis_len2 = mid_axis_v.squaredNorm();
-    axis = axis_len2 == 1.0f ? mid_axis_v : mid_axis_v / std::sqrt(axis_len2);
+    hinge_axis = FromMidSpace(limb, axis_len2 == 1.0f
+                                        ? mid_axis_v
+                                        : mid_axis_v / std::sqrt(axis_len2));
     res.hinge = TwoBoneIkHinge::kMidAxis;
   } else {
-    axis = DeriveMidAxis(*this, chain, limb, pole_direction(), &res.hinge);
+    hinge_axis =
+        DeriveMidAxis(*this, chain, limb, pole_direction(), &res.hinge);
   }
-  const Vec3 u = Rotate(start_to_mid, axis);
+  const Vec3& axis = hinge_axis.mid;
+  const Vec3& u = hinge_axis.start;
   const Vec3 a = -b1;
   const float k_target =
       0.5f * (b1.squaredNorm() + b2.squaredNorm() - reach * reach);

@@ -539,16 +539,16 @@ absl::Status TwoBoneIkJob::Run() const {
                                                    : Vec3(pole_vector));
   };
   HingeAxis hinge_axis;
+  TwoBoneIkHinge hinge_source = TwoBoneIkHinge::kMidAxis;
   if (mid_axis.has_value()) {
     const Vec3 mid_axis_v(*mid_axis);
     const float axis_len2 = mid_axis_v.squaredNorm();
     hinge_axis = FromMidSpace(limb, axis_len2 == 1.0f
                                         ? mid_axis_v
                                         : mid_axis_v / std::sqrt(axis_len2));
-    res.hinge = TwoBoneIkHinge::kMidAxis;
   } else {
     hinge_axis =
-        DeriveMidAxis(*this, chain, limb, pole_direction(), &res.hinge);
+        DeriveMidAxis(*this, chain, limb, pole_direction(), &hinge_source);
   }
   const Vec3& axis = hinge_axis.mid;
   const Vec3& u = hinge_axis.start;
@@ -662,6 +662,7 @@ absl::Status TwoBoneIkJob::Run() const {
   res.reached = res.error <= reach_tolerance * chain_length * applied_stretch;
   res.iterations = 1;
   res.stretch = applied_stretch;
+  res.hinge = hinge_source;
   *result = res;
   return absl::OkStatus();
 }

@@ -3,7 +3,7 @@
 // target, in one closed-form step.
 //
 // Algorithm: the law of cosines gives the distance the mid joint must open or
-// close the limb to (FinalIK's IKSolverTrigonometric, GetDirToBendPoint); the
+// close the limb to (FinalIK's IKSolverTrigonometric, GetBendDirection); the
 // mid joint turns about its hinge axis to get there, then the start joint
 // swings the limb onto the start-to-target line and rolls it about that line
 // until the mid joint points at the pole. Behaviour follows ozz-animation's

@@ -290,71 +290,6 @@ BENCHMARK(BM_CcdDragged);
 void BM_FabrikDragged(benchmark::State& state) { Dragged<FabrikIkJob>(state); }
 BENCHMARK(BM_FabrikDragged);
 
-// The CMU walk's four limbs (upper arm to hand, thigh to ankle), each from
-// the pose of frame f toward where its end is 30 frames later (the later
-// frame placed where the earlier one is): 64 reachable cases, each with its
-// own input pose.
-struct WalkCases {
-  struct Case {
-    std::vector<Transform> input;
-    std::vector<int> chain;
-    Eigen::Vector3f target;
-  };
-  const Skeleton* skeleton = nullptr;
-  std::vector<Case> cases;
-
-  WalkCases() {
-    const ImportedAsset& walk = bench::LoadAsset("cmu_131_01_walk.bvh");
-    skeleton = &walk.skeleton;
-    const Skeleton& s = walk.skeleton;
-    const Clip& clip = walk.clips[0];
-    auto frame = [&](size_t f) {
-      std::vector<Transform> pose = RestPose(s);
-      for (int j = 0; j < s.num_joints(); ++j) {
-        const JointTracks& t = clip.tracks[j];
-        if (!t.translation.empty()) {
-          pose[j].translation = t.translation.key_value(f);
-        }
-        if (!t.rotation.empty()) pose[j].rotation = t.rotation.key_value(f);
-      }
-      return pose;
-    };
-    const char* limbs[][2] = {{"LeftShoulder", "lhand"},
-                              {"RightShoulder", "rhand"},
-                              {"LeftHip", "LeftAnkle"},
-                              {"RightHip", "RightAnkle"}};
-    for (size_t f = 0; cases.size() < kTargets; f += 13) {
-      const std::vector<Transform> now = frame(f);
-      std::vector<Transform> later = frame(f + 30);
-      later[0].translation = now[0].translation;
-      for (const auto& limb : limbs) {
-        Case c;
-        c.input = now;
-        for (int j = s.FindJoint(limb[1]); j != s.parent(s.FindJoint(limb[0]));
-             j = s.parent(j)) {
-          c.chain.insert(c.chain.begin(), j);
-        }
-        c.target = Position(s, later, c.chain.back());
-        float length = 0.0f;
-        for (size_t i = 1; i < c.chain.size(); ++i) {
-          length +=
-              (Position(s, now, c.chain[i]) - Position(s, now, c.chain[i - 1]))
-                  .norm();
-        }
-        if ((c.target - Position(s, now, c.chain[0])).norm() < length &&
-            cases.size() < kTargets) {
-          cases.push_back(std::move(c));
-        }
-      }
-    }
-  }
-};
-
-const WalkCases& Walk() {
-  static const WalkCases* cases = new WalkCases();
-  return *cases;
-}
-
 // Arg 1: the old defaults.
 template <typename Job>
 void SetDefaults(Job& job, const benchmark::State& state) {
@@ -367,7 +302,7 @@ void SetDefaults(Job& job, const benchmark::State& state) {
 
 template <typename Job>
 void DefaultsOnTheWalk(benchmark::State& state) {
-  const WalkCases& w = Walk();
+  const bench::WalkLimbCases& w = bench::WalkLimbs();
   std::vector<Transform> out(w.skeleton->num_joints());
   Job job;
   job.skeleton = w.skeleton;
@@ -378,7 +313,7 @@ void DefaultsOnTheWalk(benchmark::State& state) {
   SolveTally tally;
   size_t t = 0;
   for (auto _ : state) {
-    const WalkCases::Case& c = w.cases[t];
+    const bench::WalkLimbCases::Case& c = w.cases[t];
     t = (t + 1) % w.cases.size();
     job.input = c.input;
     job.chain = c.chain;

@@ -47,6 +47,11 @@ class TwoBoneIk final : public PreparedOp {
     frame.result.set_reached(result.reached);
     frame.result.set_error(result.error);
     frame.result.set_iterations(result.iterations);
+    if (result.hinge == TwoBoneIkHinge::kDefault) {
+      frame.result.add_warnings(
+          "mid_axis unset and the limb straight, with no bend plane from the "
+          "pole or the rest pose: hinge defaulted to (0, 0, 1)");
+    }
     return absl::OkStatus();
   }
 
@@ -87,11 +92,13 @@ CompiledOp Compile(const OpCompileInput& input) {
     if (!rotation.ok()) return rotation.status();
     job.end_rotation = *rotation;
   }
-  auto axis =
-      OptionalVec3(op.has_mid_axis(), op.mid_axis(), Eigen::Vector3f::UnitZ(),
-                   absl::StrCat(input.field, ".mid_axis"));
-  if (!axis.ok()) return axis.status();
-  job.mid_axis = *axis;
+  // Unset: the core derives the hinge from the pose.
+  if (op.has_mid_axis()) {
+    auto axis =
+        Vec3FromProto(op.mid_axis(), absl::StrCat(input.field, ".mid_axis"));
+    if (!axis.ok()) return axis.status();
+    job.mid_axis = *axis;
+  }
   job.twist_angle = op.twist_angle();
   if (op.has_soften()) job.soften = op.soften();
   if (op.has_weight()) job.weight = op.weight();

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/analytic_ik/clamp_direction.h"
 #include "solver_core/model/internal/sse_helpers.h"
@@ -132,12 +133,16 @@ absl::Status Diagnose(const TwoBoneIkJob& job) {
       return s;
     }
   }
-  if (absl::Status s = CheckVector(job.mid_axis, "mid_axis"); !s.ok()) return s;
-  if (!(job.mid_axis.squaredNorm() > 1e-12f)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("two_bone_ik.mid_axis: zero length; give the hinge axis "
-                     "of mid_joint ",
-                     JointRef(skel, job.mid_joint), " in its own space"));
+  if (job.mid_axis.has_value()) {
+    if (absl::Status s = CheckVector(*job.mid_axis, "mid_axis"); !s.ok()) {
+      return s;
+    }
+    if (!(job.mid_axis->squaredNorm() > 1e-12f)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("two_bone_ik.mid_axis: zero length; give the hinge axis "
+                       "of mid_joint ",
+                       JointRef(skel, job.mid_joint), " in its own space"));
+    }
   }
   if (absl::Status s = CheckScalar(job.twist_angle, "twist_angle"); !s.ok()) {
     return s;
@@ -219,10 +224,13 @@ inline bool ParametersLookFinite(const TwoBoneIkJob& job) {
   // x - x is 0 for finite x and NaN otherwise; the sums keep any NaN. Four
   // lanes at a time.
   auto nan_if_not_finite = [](__m128 v) { return _mm_sub_ps(v, v); };
+  const __m128 mid_axis = job.mid_axis.has_value()
+                              ? simd::LoadVector3(*job.mid_axis)
+                              : _mm_setzero_ps();
   __m128 finite = _mm_add_ps(
       _mm_add_ps(nan_if_not_finite(simd::LoadVector3(job.target)),
                  nan_if_not_finite(simd::LoadVector3(job.pole_vector))),
-      _mm_add_ps(nan_if_not_finite(simd::LoadVector3(job.mid_axis)),
+      _mm_add_ps(nan_if_not_finite(mid_axis),
                  nan_if_not_finite(_mm_setr_ps(job.twist_angle, job.weight,
                                                job.end_rotation_weight,
                                                job.max_stretch))));
@@ -240,14 +248,15 @@ inline bool ParametersLookFinite(const TwoBoneIkJob& job) {
   }
   return _mm_movemask_ps(_mm_cmpeq_ps(finite, _mm_setzero_ps())) == 0xF;
 #else
-  float finite = (job.target - job.target).sum() +
-                 (job.pole_vector - job.pole_vector).sum() +
-                 (job.mid_axis - job.mid_axis).sum() +
-                 (job.twist_angle - job.twist_angle) +
-                 (job.weight - job.weight) +
-                 (job.end_rotation_weight - job.end_rotation_weight) +
-                 (job.max_stretch - job.max_stretch) +
-                 (job.reach_tolerance - job.reach_tolerance);
+  const Eigen::Vector3f mid_axis =
+      job.mid_axis.value_or(Eigen::Vector3f::Zero());
+  float finite =
+      (job.target - job.target).sum() +
+      (job.pole_vector - job.pole_vector).sum() + (mid_axis - mid_axis).sum() +
+      (job.twist_angle - job.twist_angle) + (job.weight - job.weight) +
+      (job.end_rotation_weight - job.end_rotation_weight) +
+      (job.max_stretch - job.max_stretch) +
+      (job.reach_tolerance - job.reach_tolerance);
   if (job.bend_goal.has_value()) {
     finite += (*job.bend_goal - *job.bend_goal).sum();
   }
@@ -284,9 +293,9 @@ inline bool LooksValid(const TwoBoneIkJob& job) {
     return false;
   }
   if (!ParametersLookFinite(job)) return false;
-  if (!(job.mid_axis.squaredNorm() > 1e-12f) || !(job.soften >= 0.0f) ||
-      !(job.soften <= 1.0f) || !(job.max_stretch >= 1.0f) ||
-      !(job.reach_tolerance >= 0.0f)) {
+  if ((job.mid_axis.has_value() && !(job.mid_axis->squaredNorm() > 1e-12f)) ||
+      !(job.soften >= 0.0f) || !(job.soften <= 1.0f) ||
+      !(job.max_stretch >= 1.0f) || !(job.reach_tolerance >= 0.0f)) {
     return false;
   }
   if (!TransformsLookValid(
@@ -313,23 +322,28 @@ struct LimbFrame {
   Eigen::Quaternionf mid_to_end;
 };
 
-// `start_scale`: the start joint's model-space scale.
-LimbFrame ComposeLimb(const TwoBoneIkJob& job, const ChainView& chain,
-                      const Eigen::Vector3f& start_scale) {
+// `pose`: the local transforms to compose (the input, or the rest pose);
+// `direct` as ChainView's; `start_scale`: the start joint's model-space
+// scale. Inlined: on the solve's path it shares loads with Run.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline LimbFrame ComposeLimb(
+    const TwoBoneIkJob& job, const Transform* pose, bool direct,
+    const Eigen::Vector3f& start_scale) {
+  const Transform* mid = pose + job.mid_joint;
+  const Transform* end = pose + job.end_joint;
   LimbFrame limb;
-  if (chain.direct) {
+  if (direct) {
     // Each joint the child of the previous one: the composition written out,
     // each bone taken straight from its own joint's transform. (Combine from
     // the start frame would rotate by the identity and take bone 2 as a
     // difference of positions: more work on the solve's critical path, and
     // rounding.)
     const Vec3 scale(start_scale);
-    limb.bone1 = scale.cwiseProduct(Vec3(chain.mid->translation));
-    limb.start_to_mid = chain.mid->rotation;
-    const Vec3 mid_scale = scale.cwiseProduct(Vec3(chain.mid->scale));
+    limb.bone1 = scale.cwiseProduct(Vec3(mid->translation));
+    limb.start_to_mid = mid->rotation;
+    const Vec3 mid_scale = scale.cwiseProduct(Vec3(mid->scale));
     limb.bone2 = Rotate(limb.start_to_mid,
-                        mid_scale.cwiseProduct(Vec3(chain.end->translation)));
-    limb.mid_to_end = chain.end->rotation;
+                        mid_scale.cwiseProduct(Vec3(end->translation)));
+    limb.mid_to_end = end->rotation;
     return limb;
   }
   // Twist bones in between: Combine along the path, from a transform with no
@@ -338,7 +352,7 @@ LimbFrame ComposeLimb(const TwoBoneIkJob& job, const ChainView& chain,
   cursor.scale = start_scale;
   Transform mid_frame;
   ForEachBelowOnPath(*job.skeleton, job.start_joint, job.end_joint, [&](int j) {
-    CombineTo(cursor, job.input[j], &cursor);
+    CombineTo(cursor, pose[j], &cursor);
     if (j == job.mid_joint) mid_frame = cursor;
   });
   limb.bone1 = Vec3(mid_frame.translation);
@@ -346,6 +360,87 @@ LimbFrame ComposeLimb(const TwoBoneIkJob& job, const ChainView& chain,
   limb.start_to_mid = mid_frame.rotation;
   limb.mid_to_end = mid_frame.rotation.conjugate() * cursor.rotation;
   return limb;
+}
+
+constexpr float kStraightSine2 =
+    kTwoBoneIkStraightSine * kTwoBoneIkStraightSine;
+
+// A unit hinge axis in the mid joint's space (`mid`, what the hinge turns
+// about) and in the start joint's rotation frame (`start`, what the solve
+// works with).
+struct HingeAxis {
+  Vec3 mid;
+  Vec3 start;
+};
+
+// From `v` in the start joint's rotation frame, |v|^2 = v_norm2 > 0: one
+// rotation, none back.
+HingeAxis FromStartFrame(const LimbFrame& limb, Vec3 v, float v_norm2) {
+  const Vec3 start = v * (1.0f / std::sqrt(v_norm2));
+  return {Rotate(limb.start_to_mid.conjugate(), start), start};
+}
+
+HingeAxis FromMidSpace(const LimbFrame& limb, Vec3 mid) {
+  return {mid, Rotate(limb.start_to_mid, mid)};
+}
+
+// The hinge of a bent limb: the normal of its plane, bone2 x bone1. A
+// positive turn about it moves bone 2 toward bone 1's direction, so it opens
+// the limb and keeps the bend on its side. False for a straight (or flat
+// folded) limb.
+bool BendPlaneAxis(const LimbFrame& limb, HingeAxis* axis) {
+  const Vec3 normal = limb.bone2.cross(limb.bone1);
+  const float n2 = normal.squaredNorm();
+  if (!(n2 >
+        kStraightSine2 * limb.bone1.squaredNorm() * limb.bone2.squaredNorm())) {
+    return false;
+  }
+  *axis = FromStartFrame(limb, normal, n2);
+  return true;
+}
+
+// A straight limb with no pole plane: the hinge of the rest pose, under the
+// current parent's scale (fixed in the mid joint's space, it carries over to
+// the current pose as is), else (0, 0, 1). Rare: kept out of the solve's
+// inlined path.
+[[gnu::noinline]] HingeAxis RestPoseMidAxis(const TwoBoneIkJob& job,
+                                            const ChainView& chain,
+                                            const LimbFrame& limb,
+                                            TwoBoneIkHinge* source) {
+  const Transform* rest = job.skeleton->rest_pose().data();
+  const Eigen::Vector3f rest_start_scale =
+      chain.parent_model->scale.cwiseProduct(rest[job.start_joint].scale);
+  HingeAxis at_rest;
+  if (BendPlaneAxis(ComposeLimb(job, rest, chain.direct, rest_start_scale),
+                    &at_rest)) {
+    *source = TwoBoneIkHinge::kRestPose;
+    return FromMidSpace(limb, at_rest.mid);
+  }
+  *source = TwoBoneIkHinge::kDefault;
+  return FromMidSpace(limb, Vec3(Eigen::Vector3f::UnitZ()));
+}
+
+// mid_axis unset: the hinge from the input pose's bend, else (a straight
+// limb) from the pole, else from the rest pose, else (0, 0, 1). See the
+// header. `pole_dir` is the pole in the start joint's rotation frame.
+HingeAxis DeriveMidAxis(const TwoBoneIkJob& job, const ChainView& chain,
+                        const LimbFrame& limb, Vec3 pole_dir,
+                        TwoBoneIkHinge* source) {
+  HingeAxis axis;
+  if (BendPlaneAxis(limb, &axis)) {
+    *source = TwoBoneIkHinge::kPoseBend;
+    return axis;
+  }
+  // The mid joint bends toward the pole: with the limb along s and the mid
+  // joint offset toward m, the opening axis is s x m.
+  const Vec3 along = limb.bone1 + limb.bone2;
+  const Vec3 toward_pole = along.cross(pole_dir);
+  const float p2 = toward_pole.squaredNorm();
+  if (p2 > kStraightSine2 * along.squaredNorm() * pole_dir.squaredNorm()) {
+    *source = TwoBoneIkHinge::kPole;
+    return FromStartFrame(limb, toward_pole, p2);
+  }
+  return RestPoseMidAxis(job, chain, limb, source);
 }
 
 }  // namespace
@@ -380,7 +475,8 @@ absl::Status TwoBoneIkJob::Run() const {
   // (model-space vectors rotated by the inverse of its model rotation, origin
   // on the start joint), where the start joint's local correction is a plain
   // left-multiplied rotation.
-  const LimbFrame limb = ComposeLimb(*this, chain, start_model.scale);
+  const LimbFrame limb =
+      ComposeLimb(*this, input.data(), chain.direct, start_model.scale);
 
   if (output.data() != input.data()) {
     std::copy(input.begin(), input.end(), output.begin());
@@ -438,11 +534,24 @@ absl::Status TwoBoneIkJob::Run() const {
   // the one where turning further about u opens the limb (ozz's convention
   // for mid_axis). Out-of-range K (unreachable, or closer than the bones
   // allow) clamps to straight or folded.
-  const Vec3 mid_axis_v(mid_axis);
-  const float axis_len2 = mid_axis_v.squaredNorm();
-  const Vec3 axis =
-      axis_len2 == 1.0f ? mid_axis_v : mid_axis_v / std::sqrt(axis_len2);
-  const Vec3 u = Rotate(start_to_mid, axis);
+  const auto pole_direction = [&] {
+    return Rotate(inv_start, bend_goal.has_value() ? Vec3(*bend_goal) - a_pos
+                                                   : Vec3(pole_vector));
+  };
+  HingeAxis hinge_axis;
+  TwoBoneIkHinge hinge_source = TwoBoneIkHinge::kMidAxis;
+  if (mid_axis.has_value()) {
+    const Vec3 mid_axis_v(*mid_axis);
+    const float axis_len2 = mid_axis_v.squaredNorm();
+    hinge_axis = FromMidSpace(limb, axis_len2 == 1.0f
+                                        ? mid_axis_v
+                                        : mid_axis_v / std::sqrt(axis_len2));
+  } else {
+    hinge_axis =
+        DeriveMidAxis(*this, chain, limb, pole_direction(), &hinge_source);
+  }
+  const Vec3& axis = hinge_axis.mid;
+  const Vec3& u = hinge_axis.start;
   const Vec3 a = -b1;
   const float k_target =
       0.5f * (b1.squaredNorm() + b2.squaredNorm() - reach * reach);
@@ -500,9 +609,7 @@ absl::Status TwoBoneIkJob::Run() const {
     const Vec3 bend_ref = mid_off.squaredNorm() > 1e-6f * b1.squaredNorm()
                               ? mid_off
                               : u.cross(start_to_end);
-    const Vec3 pole_dir =
-        Rotate(inv_start, bend_goal.has_value() ? Vec3(*bend_goal) - a_pos
-                                                : Vec3(pole_vector));
+    const Vec3 pole_dir = pole_direction();
     correction =
         RotationBetweenFrames(start_to_end, bend_ref, to_target, pole_dir);
     if (twist_angle != 0.0f) {
@@ -555,6 +662,7 @@ absl::Status TwoBoneIkJob::Run() const {
   res.reached = res.error <= reach_tolerance * chain_length * applied_stretch;
   res.iterations = 1;
   res.stretch = applied_stretch;
+  res.hinge = hinge_source;
   *result = res;
   return absl::OkStatus();
 }

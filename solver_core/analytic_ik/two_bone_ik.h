@@ -3,25 +3,42 @@
 // target, in one closed-form step.
 //
 // Algorithm: the law of cosines gives the distance the mid joint must open or
-// close the limb to (seed 002: FinalIK's trigonometric solve,
-// GetDirToBendPoint); the mid joint turns about its hinge axis to get there,
-// then the start joint swings the limb onto the start-to-target line and
-// rolls it about that line until the mid joint points at the pole. Behaviour
-// follows ozz-animation's IKTwoBoneJob (mid_axis, pole_vector, soften,
-// twist_angle, weight), with these additions and differences:
+// close the limb to (FinalIK's IKSolverTrigonometric, GetBendDirection); the
+// mid joint turns about its hinge axis to get there, then the start joint
+// swings the limb onto the start-to-target line and rolls it about that line
+// until the mid joint points at the pole. Behaviour follows ozz-animation's
+// IKTwoBoneJob (mid_axis, pole_vector, soften, twist_angle, weight), with
+// these additions and differences:
 // - Mid joint: the hinge equation is solved exactly for any mid_axis, so the
 //   target is reached even when the axis is not perpendicular to the limb's
 //   plane (ozz's solve is exact only for a perpendicular axis).
+// - Hinge axis from the pose (mid_axis unset, the default): ozz needs the
+//   rig's hinge axis, and no one axis fits every rig (BVH joints carry no
+//   orientation, so a knee's hinge is wherever the rest offsets put it). As
+//   FinalIK's SetBendPlaneToCurrent, the hinge is then the normal of the
+//   plane of the start, mid and end joints in the current pose, oriented so
+//   the limb bends the way it is already bent; being perpendicular to both
+//   bones, it reaches every distance in [|l1 - l2|, l1 + l2], straight
+//   included. A limb that is straight (or folded flat: the sine of the angle
+//   between its bones at most kTwoBoneIkStraightSine, about 0.06 degrees)
+//   has no such plane; the hinge is then taken, in this order, from the plane
+//   of the limb and the pole (bend_goal or pole_vector; the mid joint then
+//   bends toward it), from the limb's plane in the skeleton's rest pose (the
+//   rest local transforms of start, mid, end and any joint between them,
+//   under the current parent_model's scale), and otherwise it is the old
+//   default (0, 0, 1), which the result reports (`hinge`). The derived axis
+//   is fixed in the mid joint's own space, as an explicit one.
 // - Pole: the mid joint is placed in the plane of start, target and pole, on
 //   the pole's side (as ozz). With a straight limb there is no mid joint
 //   offset to align, so the limb's plane is taken as the one perpendicular to
-//   mid_axis, which keeps the roll continuous as the limb straightens.
+//   the hinge axis, which keeps the roll continuous as the limb straightens.
 //   `bend_goal` (FinalIK's bend goal) is a model-space point instead: the pole
 //   is the direction from the start joint to it.
 // - Soften (ozz's meaning): once the start-to-target distance passes
 //   soften * chain length, the reach eases toward full extension as
 //   da + ds * (1 - 3^4 / (alpha + 3)^4), alpha = (d - da) / ds, da = soften *
 //   L, ds = L - da, so the limb never snaps straight; soften = 1 disables it.
+//   Beyond the (softened) reach the limb straightens toward the target.
 // - Stretch (optional): when the target is beyond the (softened) reach, the
 //   bones lengthen by up to `max_stretch` times. The translations of the
 //   joints below the start joint on the chain (mid, end and any joint between
@@ -55,6 +72,22 @@
 
 namespace posewire {
 
+// A limb whose bones make an angle with a sine at most this (about 0.06
+// degrees, straight or folded flat) has no bend plane of its own: rounding,
+// not the rig, would decide it. The same bound as the biped mapping's
+// straight limbs (biped_mapping.cc).
+inline constexpr float kTwoBoneIkStraightSine = 1e-3f;
+
+// Where the solve's hinge axis came from (see the file comment).
+enum class TwoBoneIkHinge {
+  kNotSolved,  // weight 0: nothing solved
+  kMidAxis,    // the job's mid_axis
+  kPoseBend,   // the plane of the limb's joints in the input pose
+  kPole,       // a straight limb: the plane of the limb and the pole
+  kRestPose,   // a straight limb: the limb's plane in the rest pose
+  kDefault,    // no plane anywhere: (0, 0, 1), the old default
+};
+
 struct TwoBoneIkResult {
   // The end joint lies within reach_tolerance * chain length of the target.
   bool reached = false;
@@ -64,6 +97,8 @@ struct TwoBoneIkResult {
   int iterations = 0;
   // Factor applied to the bone lengths (1 unless stretch is enabled).
   float stretch = 1.0f;
+  // Where the hinge axis came from; kDefault deserves a warning.
+  TwoBoneIkHinge hinge = TwoBoneIkHinge::kNotSolved;
 };
 
 struct TwoBoneIkJob {
@@ -96,7 +131,8 @@ struct TwoBoneIkJob {
   // The mid joint's hinge axis, in the mid joint's space (need not be unit,
   // must not be zero). A positive rotation about it opens the limb, which
   // decides which way the limb bends; negate it to bend the other way.
-  Eigen::Vector3f mid_axis = Eigen::Vector3f::UnitZ();
+  // Unset: derived from the pose (see the file comment).
+  std::optional<Eigen::Vector3f> mid_axis = std::nullopt;
   // Roll of the whole limb about the start-to-target line, radians, applied
   // after the pole alignment.
   float twist_angle = 0.0f;
@@ -125,11 +161,11 @@ struct TwoBoneIkJob {
 
   // Checks the skeleton, sizes, the chain (indices in range, each joint a
   // descendant of the previous), that every input the solve reads is finite
-  // (target, pole, bend goal, mid axis non-zero, angles, weights), soften in
-  // [0, 1], max_stretch >= 1, a unit end rotation, and the transforms the
-  // solve reads: the chain's local transforms and parent_model. Other joints
-  // are copied, not read, and not checked. Errors name the field and the joint,
-  // e.g. "two_bone_ik.target: NaN or infinite component".
+  // (target, pole, bend goal, mid axis if set non-zero, angles, weights),
+  // soften in [0, 1], max_stretch >= 1, a unit end rotation, and the transforms
+  // the solve reads: the chain's local transforms and parent_model. Other
+  // joints are copied, not read, and not checked. Errors name the field and the
+  // joint, e.g. "two_bone_ik.target: NaN or infinite component".
   absl::Status Validate() const;
   // Validates, then solves.
   absl::Status Run() const;

@@ -23,39 +23,14 @@ namespace posewire {
 namespace {
 
 using testing_util::AngleBetween;
-using testing_util::LoadRealClip;
 using testing_util::ModelOf;
 using testing_util::RealCase;
-using testing_util::RealCases;
 using testing_util::RealClip;
 
-// The clips, loaded once: four CMU skeletons of two naming schemes, and the
-// walk again on a root scaled by (1, 1.5, 0.75).
-const std::vector<RealClip>& Clips() {
-  static const std::vector<RealClip>* clips = [] {
-    auto* out = new std::vector<RealClip>();
-    for (const char* file :
-         {"cmu_131_01_walk.bvh", "cmu_01_01_jumps.bvh", "cmu_02_03_run_daz.bvh",
-          "cmu_49_04_run_leap.bvh", "threejs_pirouette_cmu.bvh",
-          "cmu_01_03_climb_reach.bvh"}) {
-      out->push_back(LoadRealClip(file));
-    }
-    out->push_back(LoadRealClip("cmu_131_01_walk.bvh",
-                                Eigen::Vector3f(1.0f, 1.5f, 0.75f)));
-    return out;
-  }();
-  return *clips;
-}
-
+// The clips of SolveRateClips(), 60 frames each (the same cases
+// chain_defaults_service_test sends through the service).
 const std::vector<RealCase>& Cases() {
-  static const std::vector<RealCase>* cases = [] {
-    auto* out = new std::vector<RealCase>();
-    for (const RealClip& clip : Clips()) {
-      for (RealCase& c : RealCases(clip, 60)) out->push_back(std::move(c));
-    }
-    return out;
-  }();
-  return *cases;
+  return testing_util::CachedSolveRateCases(60);
 }
 
 enum class Solver { kCcd, kFabrik };

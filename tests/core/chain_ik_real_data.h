@@ -1,10 +1,12 @@
-// Real-data chain IK cases shared by the core solve-rate test and the
-// service check: the CMU BVH clips in tests/data, each arm (upper arm to
-// hand) and leg (thigh to ankle or foot) found by joint names, solved from
-// the pose of frame f toward where the chain's end joint is 30 frames (0.25
-// s at 120 Hz) later. The later frame is placed where the earlier one is
-// (its root joint's translation replaced by frame f's), so the target is the
-// limb's own motion, not the distance walked.
+// Real-data IK cases shared by the core solve-rate tests (chain IK, two-bone
+// IK) and the service checks: the CMU BVH clips in tests/data, each arm
+// (upper arm to hand) and leg (thigh to ankle or foot) found by joint names,
+// solved from the pose of frame f toward where the chain's end joint is 30
+// frames (0.25 s at 120 Hz) later. The later frame is placed where the
+// earlier one is (its root joint's translation replaced by frame f's), so the
+// target is the limb's own motion, not the distance walked. Two-bone cases
+// are the first three joints of each limb (upper arm, forearm, wrist or hand;
+// thigh, shin, ankle or foot).
 #ifndef POSEWIRE_TESTS_CORE_CHAIN_IK_REAL_DATA_H_
 #define POSEWIRE_TESTS_CORE_CHAIN_IK_REAL_DATA_H_
 
@@ -12,13 +14,16 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "solver_core/analytic_ik/two_bone_ik.h"
 #include "solver_core/io/bvh_reader.h"
 #include "solver_core/model/local_to_model.h"
 #include "solver_core/model/pose.h"
@@ -82,6 +87,26 @@ inline RealClip LoadRealClip(
     out.frames.push_back(std::move(pose));
   }
   return out;
+}
+
+// The clips the solve-rate tests run on, loaded once: six CMU clips of two
+// rigs (31 joints with three naming schemes, 43 joints Daz-style), and the
+// walk again on a root scaled by (1, 1.5, 0.75). (The same files as
+// ../shared/data/bvh, copied so the project tests without that folder.)
+inline const std::vector<RealClip>& SolveRateClips() {
+  static const std::vector<RealClip>* clips = [] {
+    auto* out = new std::vector<RealClip>();
+    for (const char* file :
+         {"cmu_131_01_walk.bvh", "cmu_01_01_jumps.bvh", "cmu_02_03_run_daz.bvh",
+          "cmu_49_04_run_leap.bvh", "threejs_pirouette_cmu.bvh",
+          "cmu_01_03_climb_reach.bvh"}) {
+      out->push_back(LoadRealClip(file));
+    }
+    out->push_back(LoadRealClip("cmu_131_01_walk.bvh",
+                                Eigen::Vector3f(1.0f, 1.5f, 0.75f)));
+    return out;
+  }();
+  return *clips;
 }
 
 // Model pose by the core's LocalToModelJob.
@@ -154,12 +179,18 @@ struct RealCase {
   }
 };
 
-// About `per_clip` frames evenly spread over the clip, every limb chain.
-inline std::vector<RealCase> RealCases(const RealClip& clip, int per_clip) {
+// About `per_clip` frames evenly spread over the clip, every limb chain;
+// with `joints` > 0, each chain cut to its first `joints` joints (3: the
+// two-bone limbs).
+inline std::vector<RealCase> RealCases(const RealClip& clip, int per_clip,
+                                       size_t joints = 0) {
   std::vector<RealCase> cases;
   const Skeleton& s = clip.skeleton;
-  const std::vector<std::vector<int>> chains = LimbChains(s);
+  std::vector<std::vector<int>> chains = LimbChains(s);
   EXPECT_EQ(chains.size(), 4u) << clip.name;
+  for (std::vector<int>& chain : chains) {
+    if (joints > 0 && chain.size() > joints) chain.resize(joints);
+  }
   const int frames = static_cast<int>(clip.frames.size());
   const int span = frames - kRealDataLookAhead;
   const int stride = std::max(1, span / per_clip);
@@ -185,6 +216,80 @@ inline std::vector<RealCase> RealCases(const RealClip& clip, int per_clip) {
     }
   }
   return cases;
+}
+
+// Every clip of SolveRateClips(), `per_clip` frames each.
+inline std::vector<RealCase> SolveRateCases(int per_clip, size_t joints = 0) {
+  std::vector<RealCase> cases;
+  for (const RealClip& clip : SolveRateClips()) {
+    for (RealCase& c : RealCases(clip, per_clip, joints)) {
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+// SolveRateCases, computed once per process for each argument pair.
+inline const std::vector<RealCase>& CachedSolveRateCases(int per_clip,
+                                                         size_t joints = 0) {
+  static auto* cache =
+      new std::map<std::pair<int, size_t>, std::vector<RealCase>>();
+  auto [it, added] = cache->try_emplace({per_clip, joints});
+  if (added) it->second = SolveRateCases(per_clip, joints);
+  return it->second;
+}
+
+// Where a three-joint case's target lies for the limb: within its reach
+// (with a margin of 1e-5 of the limb's length at both ends), beyond it,
+// closer to the start joint than the bones can fold, or on a boundary.
+enum class TwoBoneReach { kReachable, kBeyond, kTooClose, kBoundary };
+
+struct TwoBoneGeometry {
+  float l1 = 0.0f;  // bone lengths in the input pose
+  float l2 = 0.0f;
+  float d = 0.0f;  // start joint to target
+  TwoBoneReach reach = TwoBoneReach::kBoundary;
+};
+
+inline TwoBoneGeometry TwoBoneGeometryOf(const RealCase& c) {
+  const std::vector<Transform> model = ModelOf(c.skeleton(), c.input());
+  const Eigen::Vector3f a = model[c.chain[0]].translation;
+  TwoBoneGeometry g;
+  g.l1 = (model[c.chain[1]].translation - a).norm();
+  g.l2 = (model[c.chain[2]].translation - model[c.chain[1]].translation).norm();
+  g.d = (c.target - a).norm();
+  const float margin = 1e-5f * (g.l1 + g.l2);
+  const float closest = std::fabs(g.l1 - g.l2);
+  if (g.d > g.l1 + g.l2 + margin) {
+    g.reach = TwoBoneReach::kBeyond;
+  } else if (g.d < closest - margin) {
+    g.reach = TwoBoneReach::kTooClose;
+  } else if (g.d <= g.l1 + g.l2 - margin && g.d >= closest + margin) {
+    g.reach = TwoBoneReach::kReachable;
+  }
+  return g;
+}
+
+// Two-bone IK of a three-joint case with only what the job requires (the
+// joints, the target, the poses; parent_model from the input): every other
+// field at its default.
+inline TwoBoneIkJob DefaultTwoBoneJob(const RealCase& c,
+                                      std::vector<Transform>& out,
+                                      TwoBoneIkResult* result) {
+  EXPECT_EQ(c.chain.size(), 3u) << c.Where();
+  out = c.input();
+  TwoBoneIkJob job;
+  job.skeleton = &c.skeleton();
+  job.input = c.input();
+  job.parent_model =
+      ParentModelTransformOrRoot(c.skeleton(), c.input(), c.chain[0]);
+  job.start_joint = c.chain[0];
+  job.mid_joint = c.chain[1];
+  job.end_joint = c.chain[2];
+  job.target = c.target;
+  job.output = absl::MakeSpan(out);
+  job.result = result;
+  return job;
 }
 
 }  // namespace posewire::testing_util

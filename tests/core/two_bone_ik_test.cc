@@ -532,7 +532,7 @@ TEST(TwoBoneIkTest, TwoBoneIk_NegativeMidAxisBendsTheJointTheOtherWay) {
   }
   // ozz's exact answer for the negative axis: a half turn about y at the
   // start and about z at the mid joint.
-  Solved neg = Solve(limb, {.target = ToF(t), .mid_axis = {0, 0, -1}});
+  Solved neg = Solve(limb, {.target = ToF(t), .mid_axis = {{0, 0, -1}}});
   EXPECT_LE(AngleBetween(neg.pose[kStart].rotation.cast<double>(),
                          Eigen::Quaterniond(
                              Eigen::AngleAxisd(kPi, Eigen::Vector3d::UnitY()))),
@@ -589,6 +589,162 @@ TEST(TwoBoneIkTest, TwoBoneIk_TiltedMidAxisStillReachesExactly) {
       EXPECT_NEAR(s.result.error, 0.5 * d_min, 1e-4);
     }
   }
+}
+
+// ---------------------------------------------------------------------------
+// Mid axis unset: the hinge from the pose.
+
+// The opening hinge of the input pose's bend in the mid joint's space, by the
+// independent FK: (end - mid) x (mid - start), in the mid joint's frame.
+Eigen::Vector3f PoseHinge(const Limb& limb) {
+  const auto in = Fk(limb.skeleton, limb.local);
+  const Eigen::Vector3d n = (Pos(in[kEnd]) - Pos(in[kMid]))
+                                .cross(Pos(in[kMid]) - Pos(in[kStart]))
+                                .normalized();
+  return (ModelRotation(in[kMid]).conjugate() * n).cast<float>();
+}
+
+// Solved twice, with mid_axis unset and set to `axis`: the same pose up to
+// rounding.
+void ExpectSameAsExplicit(const Limb& limb, TwoBoneIkJob job,
+                          const Eigen::Vector3f& axis) {
+  Solved derived = Solve(limb, job);
+  job.mid_axis = axis;
+  Solved given = Solve(limb, job);
+  ASSERT_TRUE(derived.status.ok() && given.status.ok());
+  EXPECT_EQ(given.result.hinge, TwoBoneIkHinge::kMidAxis);
+  for (int j : {kStart, kMid}) {
+    EXPECT_LE(AngleBetween(derived.pose[j].rotation.cast<double>(),
+                           given.pose[j].rotation.cast<double>()),
+              1e-5)
+        << "joint " << j;
+  }
+}
+
+// A limb bent 5 degrees about an axis that is neither of the mid joint's
+// frame axes, and whose mid frame is turned: (0, 0, 1) is far from its
+// hinge.
+Limb MakeNearlyStraightTiltedLimb() {
+  // The mid frame turned about 80 degrees about x: its z nearly along the
+  // bones.
+  const Eigen::Quaternionf turn = AxisAngle(1.4f, {1, 0.1f, 0.2f});
+  const Eigen::Vector3f hinge = Eigen::Vector3f(0.3f, 0.1f, 1).normalized();
+  // Bone 2, (0, 1.2, 0) in the start frame, bent 5 degrees about `hinge`
+  // (perpendicular to it after the bend), expressed in the turned mid frame.
+  const Eigen::Vector3f along(0, 1, 0);
+  const Eigen::Vector3f perp = (along - hinge * hinge.dot(along)).normalized();
+  const Eigen::Vector3f bone2 = AxisAngle(-0.087f, hinge) * perp * 1.2f;
+  return MakeLimb(Trs({0.5f, 1, -2}, AxisAngle(-0.4f, {0, 1, 1})),
+                  Trs(perp, turn), Trs(turn.conjugate() * bone2));
+}
+
+TEST(TwoBoneIkTest, TwoBoneIk_UnsetMidAxisIsTheNormalOfTheBendPlane) {
+  for (const Limb& limb : {MakeLimb(), MakeNearlyStraightTiltedLimb()}) {
+    const Eigen::Vector3f hinge = PoseHinge(limb);
+    const Eigen::Vector3d a = InputPos(limb, kStart);
+    for (const Eigen::Vector3d& dir :
+         {Eigen::Vector3d(1, 0.2, 0).normalized(),
+          Eigen::Vector3d(-0.3, 0.4, 2).normalized(),
+          Eigen::Vector3d(0, -1, 0)}) {
+      for (double f : {0.2, 0.6, 0.95, 0.9999, 1.0}) {
+        const double length = 1.0 + limb.local[kEnd].translation.norm();
+        const Eigen::Vector3d t = a + dir * (f * length);
+        Solved s = Solve(limb, {.target = ToF(t)});
+        ASSERT_TRUE(s.status.ok());
+        EXPECT_EQ(s.result.hinge, TwoBoneIkHinge::kPoseBend);
+        EXPECT_TRUE(s.result.reached) << f;
+        const auto out = Fk(limb.skeleton, s.pose);
+        EXPECT_LE((Pos(out[kEnd]) - t).norm(), 1e-4 * length) << f;
+        // Still bent the way it was: the opening axis the mid joint carries
+        // is the new bend's normal, not its opposite.
+        const Eigen::Vector3d b1 = Pos(out[kMid]) - Pos(out[kStart]);
+        const Eigen::Vector3d b2 = Pos(out[kEnd]) - Pos(out[kMid]);
+        if (f < 0.99) {
+          EXPECT_GT(b2.cross(b1).normalized().dot(ModelRotation(out[kMid]) *
+                                                  hinge.cast<double>()),
+                    0.999)
+              << f;
+        }
+        ExpectSameAsExplicit(limb, {.target = ToF(t)}, hinge);
+      }
+    }
+  }
+}
+
+TEST(TwoBoneIkTest, TwoBoneIk_OldDefaultAxisLeavesNearlyStraightLimbsBent) {
+  // What the derived hinge fixes: with (0, 0, 1), which is not this limb's
+  // hinge, the limb cannot straighten, and a target near full reach is
+  // missed.
+  const Limb limb = MakeNearlyStraightTiltedLimb();
+  const Eigen::Vector3d a = InputPos(limb, kStart);
+  const Eigen::Vector3d t = a + Eigen::Vector3d(0, -1, 0) * 2.2;  // straight
+  Solved old = Solve(limb, {.target = ToF(t), .mid_axis = {{0, 0, 1}}});
+  EXPECT_FALSE(old.result.reached);
+  EXPECT_GT(old.result.error, 1e-3);
+  Solved now = Solve(limb, {.target = ToF(t)});
+  EXPECT_TRUE(now.result.reached);
+  EXPECT_LE(now.result.error, 1e-5);
+}
+
+TEST(TwoBoneIkTest, TwoBoneIk_UnsetMidAxisOfAStraightLimbBendsTowardThePole) {
+  const Limb limb = MakeStraightLimb();  // along +x
+  for (const Eigen::Vector3f& pole :
+       {Eigen::Vector3f(0, 0, 1), Eigen::Vector3f(0.5f, -1, 0)}) {
+    Solved s = Solve(limb, {.target = {1.2f, 0, 0}, .pole_vector = pole});
+    ASSERT_TRUE(s.status.ok());
+    EXPECT_EQ(s.result.hinge, TwoBoneIkHinge::kPole);
+    const auto out = Fk(limb.skeleton, s.pose);
+    const Eigen::Vector3d side =
+        Eigen::Vector3d(0, pole.y(), pole.z()).normalized();
+    EXPECT_LE((Pos(out[kEnd]) - Eigen::Vector3d(1.2, 0, 0)).norm(), 1e-5);
+    EXPECT_LE(
+        (Pos(out[kMid]) - (Eigen::Vector3d(0.6, 0, 0) + 0.8 * side)).norm(),
+        1e-5);
+  }
+  // A bend goal is a pole from the start joint.
+  Solved s = Solve(limb, {.target = {1.2f, 0, 0}, .bend_goal = {{5, 0, -3}}});
+  EXPECT_EQ(s.result.hinge, TwoBoneIkHinge::kPole);
+  const auto out = Fk(limb.skeleton, s.pose);
+  EXPECT_NEAR(Pos(out[kMid]).z(), -0.8, 1e-5);
+}
+
+TEST(TwoBoneIkTest, TwoBoneIk_UnsetMidAxisOfAStraightLimbFallsBackToRestPose) {
+  // Rest pose bent a quarter turn about the mid joint's x; the current pose
+  // straight along +y, so the default pole (0, 1, 0) lies along the limb and
+  // gives no plane.
+  Limb limb = MakeLimb(Transform::Identity(),
+                       Trs({0, 1, 0}, AxisAngle(kPi / 2, {1, 0, 0})));
+  limb.local[kMid].rotation = AxisAngle(kPi, {1, 0, 0});
+  ASSERT_LE((InputPos(limb, kEnd) - Eigen::Vector3d(0, 2, 0)).norm(), 1e-6);
+  Solved s = Solve(limb, {.target = {0, 1.2f, 0}});
+  ASSERT_TRUE(s.status.ok());
+  EXPECT_EQ(s.result.hinge, TwoBoneIkHinge::kRestPose);
+  const auto out = Fk(limb.skeleton, s.pose);
+  EXPECT_LE((Pos(out[kEnd]) - Eigen::Vector3d(0, 1.2, 0)).norm(), 1e-5);
+  // The rest pose's knee points to +z; so does the solved one.
+  EXPECT_NEAR(Pos(out[kMid]).z(), 0.8, 1e-5);
+  ExpectSameAsExplicit(limb, {.target = {0, 1.2f, 0}}, {1, 0, 0});
+}
+
+TEST(TwoBoneIkTest, TwoBoneIk_UnsetMidAxisWithNoPlaneAnywhereIsTheOldDefault) {
+  // Straight now, straight at rest, the pole along the limb: (0, 0, 1), bit
+  // for bit, and the result says so.
+  const Limb limb = MakeStraightLimb();
+  for (const Eigen::Vector3f& pole :
+       {Eigen::Vector3f(1, 0, 0), Eigen::Vector3f(0, 0, 0)}) {
+    Solved derived =
+        Solve(limb, {.target = {1.2f, 0.3f, 0.1f}, .pole_vector = pole});
+    Solved given = Solve(limb, {.target = {1.2f, 0.3f, 0.1f},
+                                .pole_vector = pole,
+                                .mid_axis = {{0, 0, 1}}});
+    ASSERT_TRUE(derived.status.ok());
+    EXPECT_EQ(derived.result.hinge, TwoBoneIkHinge::kDefault);
+    EXPECT_TRUE(BitEqual(derived.pose, given.pose));
+    EXPECT_TRUE(derived.result.reached);
+  }
+  // Nothing solved at weight 0.
+  Solved none = Solve(limb, {.target = {1.2f, 0, 0}, .weight = 0.0f});
+  EXPECT_EQ(none.result.hinge, TwoBoneIkHinge::kNotSolved);
 }
 
 // ---------------------------------------------------------------------------
@@ -825,7 +981,7 @@ TEST(TwoBoneIkTest, TwoBoneIk_IntermediateTwistJointIsCarriedAlong) {
                           .mid_joint = 2,
                           .end_joint = 3,
                           .target = ToF(t),
-                          .mid_axis = {1, 0, 0}});
+                          .mid_axis = {{1, 0, 0}}});
   ASSERT_TRUE(s.status.ok()) << s.status;
   const auto out = Fk(limb.skeleton, s.pose);
   EXPECT_LE((Pos(out[3]) - t).norm(), 1e-4);
@@ -848,8 +1004,8 @@ TEST(TwoBoneIkTest, TwoBoneIk_InvalidInputIsRejectedNamingTheField) {
       {{.target = {0, inf, 0}}, "two_bone_ik.target"},
       {{.pole_vector = {0, nan, 0}}, "two_bone_ik.pole_vector"},
       {{.bend_goal = Eigen::Vector3f(inf, 0, 0)}, "two_bone_ik.bend_goal"},
-      {{.mid_axis = {0, 0, 0}}, "two_bone_ik.mid_axis: zero length"},
-      {{.mid_axis = {nan, 0, 1}}, "two_bone_ik.mid_axis"},
+      {{.mid_axis = {{0, 0, 0}}}, "two_bone_ik.mid_axis: zero length"},
+      {{.mid_axis = {{nan, 0, 1}}}, "two_bone_ik.mid_axis"},
       {{.twist_angle = inf}, "two_bone_ik.twist_angle"},
       {{.soften = 1.5f}, "two_bone_ik.soften"},
       {{.soften = -0.1f}, "two_bone_ik.soften"},

@@ -7,7 +7,9 @@
 #
 # asan: ASan + UBSan (one build, -DPOSEWIRE_SANITIZE=address,undefined) in
 #       build-asan/, with leak checking; UBSan aborts on the first report.
-# tsan: TSan (-DPOSEWIRE_SANITIZE=thread) in build-tsan/. Debian's gRPC,
+# tsan: TSan (-DPOSEWIRE_SANITIZE=thread) in build-tsan/, on the service,
+#       client and end-to-end tests only: the solver core and the readers
+#       run on one thread (ASan covers their tests). Debian's gRPC,
 #       protobuf and Abseil are not instrumented, so TSan ignores accesses
 #       from those libraries (ignore_noninstrumented_modules=1),
 #       scripts/tsan.supp suppresses races whose top frame is inline gRPC
@@ -36,12 +38,14 @@ done
 
 "$root/scripts/bootstrap.sh" test
 
-# run_suite KIND SANITIZE TIMEOUT [CTEST_ARGS...]: configure, build, ctest.
-# TIMEOUT is ctest's default per-test timeout (tests without their own
-# TIMEOUT property): sanitized binaries are several times slower, TSan most.
+# run_suite KIND SANITIZE TIMEOUT CORE_TESTS [CTEST_ARGS...]: configure,
+# build, ctest. TIMEOUT is ctest's default per-test timeout (tests without
+# their own TIMEOUT property): sanitized binaries are several times slower,
+# TSan most. CORE_TESTS ON|OFF: whether the single-threaded solver and
+# reader tests are in the build.
 run_suite() {
-  local kind=$1 sanitize=$2 timeout=$3
-  shift 3
+  local kind=$1 sanitize=$2 timeout=$3 core_tests=$4
+  shift 4
   local dir=$build_root/build-$kind start
   start=$(date +%s)
   # -O1: the usual level for sanitizers (readable stacks, reasonable speed)
@@ -51,7 +55,8 @@ run_suite() {
   cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" \
     -DPOSEWIRE_SANITIZE="$sanitize" -DPOSEWIRE_BUILD_BENCH=OFF \
-    -DPOSEWIRE_BUILD_TESTS=ON ${CMAKE_ARGS:-}
+    -DPOSEWIRE_BUILD_TESTS=ON -DPOSEWIRE_BUILD_CORE_TESTS="$core_tests" \
+    ${CMAKE_ARGS:-}
   cmake --build "$dir" --parallel "$jobs"
   local built
   built=$(date +%s)
@@ -72,7 +77,7 @@ for kind in "${kinds[@]}"; do
       ASAN_OPTIONS="detect_leaks=1" \
       LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp" \
       UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-        run_suite asan "address,undefined" 600 "$@"
+        run_suite asan "address,undefined" 600 ON "$@"
       ;;
     tsan)
       # Reports go to files, not to exit codes: scripts/tsan.supp removes
@@ -84,7 +89,7 @@ for kind in "${kinds[@]}"; do
       rm -rf "$reports"
       mkdir -p "$reports"
       TSAN_OPTIONS="ignore_noninstrumented_modules=1 suppressions=$root/scripts/tsan.supp exitcode=0 second_deadlock_stack=1 log_path=$reports/report" \
-        run_suite tsan thread 1200 "$@"
+        run_suite tsan thread 1200 OFF "$@"
       shopt -s nullglob
       report_files=("$reports"/report.*)
       shopt -u nullglob

@@ -211,6 +211,27 @@ class DeployManifestsTest(unittest.TestCase):
             if name.startswith("POSEWIRE_"):
                 self.check_flag_env(name, "Dockerfile ENV")
 
+    def test_Dockerfile_BuildStageCopiesWhatTheServiceBuildReads(self):
+        # The image build (tests, benchmarks and fuzzers off) configures the
+        # root CMakeLists.txt: every folder it includes or adds must be in
+        # the build stage's context.
+        root = read("CMakeLists.txt")
+        skipped = {"tests", "bench", "fuzz"}
+        needed = set()
+        for name in re.findall(r"add_subdirectory\((\w+)\)", root):
+            if name not in skipped:
+                needed.add(name)
+        for path in re.findall(r"include\(([\w/]+)\.cmake\)", root):
+            needed.add(path.split("/")[0])
+        build_stage = self.dockerfile.stages()[0]
+        copied = set()
+        for keyword, rest in build_stage:
+            if keyword == "COPY" and not rest.startswith("--from"):
+                copied.update(part.rstrip("/") for part in rest.split()[:-1])
+        self.assertGreater(len(needed), 3)
+        self.assertEqual(sorted(needed - copied), [],
+                         "folders the build reads but the image does not copy")
+
     def test_Dockerfile_BuildPackagesAreBootstrapPackages(self):
         bootstrap = read("scripts/bootstrap.sh")
         block = re.search(r"serve_packages=\((.*?)\n\)", bootstrap,

@@ -89,23 +89,30 @@ inline RealClip LoadRealClip(
   return out;
 }
 
-// The clips the solve-rate tests run on, loaded once: six CMU clips of two
-// rigs (31 joints with three naming schemes, 43 joints Daz-style), and the
-// walk again on a root scaled by (1, 1.5, 0.75). (The same files as
+// The clips every solve-rate test runs on: six CMU clips of two rigs (31
+// joints with three naming schemes, 43 joints Daz-style), then the first
+// again on a root scaled by kSolveRateRootScale. (The same files as
 // ../shared/data/bvh, copied so the project tests without that folder.)
+inline constexpr const char* kSolveRateFiles[] = {
+    "cmu_131_01_walk.bvh",       "cmu_01_01_jumps.bvh",
+    "cmu_02_03_run_daz.bvh",     "cmu_49_04_run_leap.bvh",
+    "threejs_pirouette_cmu.bvh", "cmu_01_03_climb_reach.bvh"};
+inline const Eigen::Vector3f kSolveRateRootScale(1.0f, 1.5f, 0.75f);
+
+// kSolveRateFiles loaded by `load`, then the first on the scaled root.
+template <typename Clip, typename Load>
+std::vector<Clip> LoadSolveRateClips(Load load) {
+  std::vector<Clip> out;
+  for (const char* file : kSolveRateFiles) out.push_back(load(file));
+  out.push_back(load(kSolveRateFiles[0], kSolveRateRootScale));
+  return out;
+}
+
+// The solve-rate clips for chain and two-bone IK, loaded once.
 inline const std::vector<RealClip>& SolveRateClips() {
-  static const std::vector<RealClip>* clips = [] {
-    auto* out = new std::vector<RealClip>();
-    for (const char* file :
-         {"cmu_131_01_walk.bvh", "cmu_01_01_jumps.bvh", "cmu_02_03_run_daz.bvh",
-          "cmu_49_04_run_leap.bvh", "threejs_pirouette_cmu.bvh",
-          "cmu_01_03_climb_reach.bvh"}) {
-      out->push_back(LoadRealClip(file));
-    }
-    out->push_back(LoadRealClip("cmu_131_01_walk.bvh",
-                                Eigen::Vector3f(1.0f, 1.5f, 0.75f)));
-    return out;
-  }();
+  static const std::vector<RealClip>* clips =
+      new std::vector<RealClip>(LoadSolveRateClips<RealClip>(
+          [](auto&&... args) { return LoadRealClip(args...); }));
   return *clips;
 }
 

@@ -119,21 +119,11 @@ inline std::vector<FullBodyCase> FullBodyCases(const BipedClip& rig,
   return cases;
 }
 
-// The six CMU clips (four skeletons, three naming schemes), then the walk
-// again on a root scaled by (1, 1.5, 0.75); loaded once.
+// The solve-rate clips (chain_ik_real_data.h) as bipeds, loaded once.
 inline const std::vector<BipedClip>& FullBodyRigs() {
-  static const std::vector<BipedClip>* clips = [] {
-    auto* out = new std::vector<BipedClip>();
-    for (const char* file :
-         {"cmu_131_01_walk.bvh", "cmu_01_01_jumps.bvh", "cmu_02_03_run_daz.bvh",
-          "cmu_49_04_run_leap.bvh", "threejs_pirouette_cmu.bvh",
-          "cmu_01_03_climb_reach.bvh"}) {
-      out->push_back(LoadBipedClip(file));
-    }
-    out->push_back(LoadBipedClip("cmu_131_01_walk.bvh",
-                                 Eigen::Vector3f(1.0f, 1.5f, 0.75f)));
-    return out;
-  }();
+  static const std::vector<BipedClip>* clips =
+      new std::vector<BipedClip>(LoadSolveRateClips<BipedClip>(
+          [](auto&&... args) { return LoadBipedClip(args...); }));
   return *clips;
 }
 

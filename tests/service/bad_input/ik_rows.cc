@@ -296,6 +296,13 @@ std::vector<BadInput> IkRows() {
       StatusCode::INVALID_ARGUMENT,
       "fabrik_tree_ik.effectors[0].joint: joint 5 'LeftToe' is not below"));
   add(SolveRow(
+      "fabrik_tree_iterations_1e9",
+      "fabrik_tree_ik max_iterations 1,000,000,000",
+      [](auto& r) { FabrikTree(r)->set_max_iterations(1000000000); },
+      StatusCode::RESOURCE_EXHAUSTED,
+      "characters[0].ops[0].fabrik_tree_ik.max_iterations: 1000000000 "
+      "iterations exceed this server's limit of 100"));
+  add(SolveRow(
       "fabrik_tree_pull_negative", "fabrik_tree_ik effector pull -1",
       [](auto& r) { FabrikTree(r)->mutable_effectors(1)->set_pull(-1.0f); },
       StatusCode::INVALID_ARGUMENT,
@@ -309,6 +316,13 @@ std::vector<BadInput> IkRows() {
       },
       StatusCode::INVALID_ARGUMENT,
       "full_body_ccd.effectors[0].target: NaN or infinite"));
+  add(SolveRow(
+      "full_body_ccd_iterations_1e9",
+      "full_body_ccd max_iterations 1,000,000,000",
+      [](auto& r) { FullBodyCcd(r)->set_max_iterations(1000000000); },
+      StatusCode::RESOURCE_EXHAUSTED,
+      "characters[0].ops[0].full_body_ccd.max_iterations: 1000000000 "
+      "iterations exceed this server's limit of 100"));
   add(SolveRow(
       "full_body_ccd_tolerance_relative_to_chain",
       "full_body_ccd tolerance relative_to_chain 0.001 (no single chain)",

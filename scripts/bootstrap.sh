@@ -40,6 +40,8 @@ test_packages=(
   blender python3-numpy
   # the formatting check (scripts/check_format.sh)
   clang-format-14
+  # the latency plot (bench/load/plot_latency.sh, checked by e2e_load_smoke)
+  gnuplot-nox
 )
 fuzz_packages=(
   # the libFuzzer targets: clang and its runtime libraries (libFuzzer,

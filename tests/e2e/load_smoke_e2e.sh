@@ -40,6 +40,15 @@ PY
 grep -q "ratio service/in-process" "$work/stream.log" \
   || { cat "$work/stream.log"; fail "stream: no baseline ratio printed"; }
 check_json "$work/stream.json"
+# The latency plot script turns the report into a PNG titled from it.
+plot=$(dirname "${BASH_SOURCE[0]}")/../../bench/load/plot_latency.sh
+bash "$plot" "$work/latency.png" "$work/stream.json" >"$work/plot.log" 2>&1 \
+  || { cat "$work/plot.log"; fail "plot_latency.sh failed"; }
+[[ $(head -c 4 "$work/latency.png" | od -An -c | tr -d ' ') == 211PNG ]] \
+  || fail "plot_latency.sh wrote no PNG"
+if bash "$plot" "$work/bad.png" "$work/stream.log" >"$work/plot-bad.log" 2>&1; then
+  fail "plot_latency.sh accepted a file that is not a report"
+fi
 
 "$load_bin" --server="$addr" --mode=unary --callers=2 --characters=2 \
   --op_mix=spring --rate=200 --duration=2 \

@@ -12,7 +12,7 @@
 // line and the pole vector (on the pole's side), then twists by twist_angle.
 // The result is slerped from the input rotation by `weight`.
 //
-// Cone clamp (FinalIK AimIK, seed 002's ClampDirection): with clamp_weight >
+// Cone clamp (FinalIK AimIK's V3Tools.ClampDirection): with clamp_weight >
 // 0 the target direction, seen from the joint, is first clamped into the cone
 // of half-angle (1 - clamp_weight) * 180 degrees around the joint's input
 // forward axis, with `clamp_smoothing` sine passes. With no offset the solved

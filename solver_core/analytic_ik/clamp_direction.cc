@@ -61,7 +61,7 @@ ClampedDirection ClampDirection(const Eigen::Vector3f& direction,
   out.changed = true;
 
   // Fraction of the angle that lands on the cone's edge ((1 - w) / (1 - dot),
-  // the seed's simplification of FinalIK's expression)...
+  // FinalIK's expression simplified)...
   const float target_clamp =
       std::clamp(1.0f - (clamp_weight - dot) / (1.0f - dot), 0.0f, 1.0f);
   // ...scaled down the farther outside the direction is (0 when opposite).

@@ -1,7 +1,7 @@
 // Direction helpers shared by the chain IK solvers: keeping a direction inside
 // a cone (ClampDirection), interpolating and rotating between directions.
 //
-// ClampDirection is FinalIK's V3Tools.ClampDirection as seed 002 analyses it
+// ClampDirection is FinalIK's V3Tools.ClampDirection (docs/REFERENCES.md)
 // (the elbow/knee bend constraint and AimIK's target clamp): the cone is given
 // by a clamp weight w in [0, 1] whose half-angle is (1 - w) * 180 degrees, and
 // a direction outside the cone is slerped toward the cone's axis. The slerp

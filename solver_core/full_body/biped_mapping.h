@@ -4,7 +4,7 @@
 // found from joint names or given explicitly, validated the way FinalIK
 // validates them, plus the set-up data FinalIK computes once when its solver
 // initiates (IKConstraintBend.Initiate: the default bend direction of each
-// limb). Source: seed 002's walk through FinalIK's FullBodyBipedIK
+// limb). Source: FinalIK's FullBodyBipedIK
 // (SetToReferences, DetectRootNodeBone, BipedReferences.SetupError and
 // SetupWarning, IKConstraintBend.Initiate).
 //

@@ -365,8 +365,8 @@ TEST(AimWithinJointLimit, StaysInsideAndFindsReachableDirections) {
 TEST(SignedAngleLimit, ClampsTheBendAboutThePlaneNormal) {
   const Eigen::Vector3f z = Eigen::Vector3f::UnitZ();
   const Eigen::Vector3f x = Eigen::Vector3f::UnitX();
-  // Seed 001 uses Unity's Vector2.SignedAngle: counter-clockwise positive,
-  // i.e. right-handed about +Z.
+  // The planar limits follow Unity's Vector2.SignedAngle: counter-clockwise
+  // positive, i.e. right-handed about +Z.
   EXPECT_NEAR(SignedAngle(x, Eigen::Vector3f::UnitY(), z), kPi / 2, 1e-6f);
   EXPECT_NEAR(SignedAngle(x, -Eigen::Vector3f::UnitY(), z), -kPi / 2, 1e-6f);
   const SignedAngleRange range{-kPi / 4, kPi / 6};

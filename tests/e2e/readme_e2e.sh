@@ -43,7 +43,7 @@ for kind, body in fences:
             line = line.replace("127.0.0.1:50051", addr)
             if re.match(re.escape(build) + r"/clients/posewire\s", line) \
                     and "--server=" not in line:
-                command, _, comment = line.partition("  #")
+                command = line.partition("  #")[0]  # drop a trailing comment
                 line = command.rstrip() + " --server=" + addr
             lines.append(line)
         blocks.append({"script": "\n".join(lines) + "\n", "expected": None})

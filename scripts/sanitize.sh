@@ -7,6 +7,9 @@
 #
 # asan: ASan + UBSan (one build, -DPOSEWIRE_SANITIZE=address,undefined) in
 #       build-asan/, with leak checking; UBSan aborts on the first report.
+#       Built with clang-14 and the libFuzzer targets (POSEWIRE_BUILD_FUZZERS),
+#       so `FUZZ_BUILD_DIR=build-asan scripts/fuzz.sh` runs them without a
+#       build of its own (what .ci/run does).
 # tsan: TSan (-DPOSEWIRE_SANITIZE=thread) in build-tsan/, on the service,
 #       client and end-to-end tests only: the solver core and the readers
 #       run on one thread (ASan covers their tests). Debian's gRPC,
@@ -46,6 +49,7 @@ done
 run_suite() {
   local kind=$1 sanitize=$2 timeout=$3 core_tests=$4
   shift 4
+  # EXTRA_CMAKE_ARGS: set per kind below (compiler, fuzzers).
   local dir=$build_root/build-$kind start
   start=$(date +%s)
   # -O1: the usual level for sanitizers (readable stacks, reasonable speed)
@@ -56,7 +60,7 @@ run_suite() {
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" \
     -DPOSEWIRE_SANITIZE="$sanitize" -DPOSEWIRE_BUILD_BENCH=OFF \
     -DPOSEWIRE_BUILD_TESTS=ON -DPOSEWIRE_BUILD_CORE_TESTS="$core_tests" \
-    ${CMAKE_ARGS:-}
+    "${extra_cmake_args[@]}" ${CMAKE_ARGS:-}
   cmake --build "$dir" --parallel "$jobs"
   local built
   built=$(date +%s)
@@ -74,6 +78,10 @@ for kind in "${kinds[@]}"; do
       # server shut down cleanly, so nothing may be left). UBSan stops at
       # the first report with a stack (-fno-sanitize-recover in CMake).
       # scripts/lsan.supp: a one-off allocation inside Debian's c-ares.
+      "$root/scripts/bootstrap.sh" fuzz
+      extra_cmake_args=(-DCMAKE_C_COMPILER=clang-14
+                        -DCMAKE_CXX_COMPILER=clang++-14
+                        -DPOSEWIRE_BUILD_FUZZERS=ON)
       ASAN_OPTIONS="detect_leaks=1" \
       LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp" \
       UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
@@ -88,6 +96,7 @@ for kind in "${kinds[@]}"; do
       reports=$build_root/build-tsan/tsan-reports
       rm -rf "$reports"
       mkdir -p "$reports"
+      extra_cmake_args=()
       TSAN_OPTIONS="ignore_noninstrumented_modules=1 suppressions=$root/scripts/tsan.supp exitcode=0 second_deadlock_stack=1 log_path=$reports/report" \
         run_suite tsan thread 1200 OFF "$@"
       shopt -s nullglob

@@ -51,7 +51,7 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(
       kOperationSecondsBuckets.begin(), kOperationSecondsBuckets.end());
   for (const OpSpec& spec : OpTable()) {
     const std::string& op = OperationName(spec.op_case);
-    if (spec.op_case >= OperationTimings::kOpCases) {
+    if (static_cast<int>(spec.op_case) >= OperationTimings::kOpCases) {
       return absl::InternalError(
           absl::StrCat("operation '", op, "' has no histogram slot (oneof ",
                        "field number ", spec.op_case, ")"));

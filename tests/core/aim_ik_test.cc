@@ -98,9 +98,8 @@ bool BitEqual(const std::vector<Transform>& a,
   return true;
 }
 
-// root -> head (aimed) -> eye, and a sibling under the root.
+// root -> head (aimed) -> eye (joint 2), and a sibling under the root.
 constexpr int kHead = 1;
-constexpr int kEye = 2;
 
 struct Rig {
   Skeleton skeleton;

@@ -8,7 +8,7 @@
 #include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/analytic_ik/clamp_direction.h"
-#include "solver_core/model/internal/sse_helpers.h"
+#include "solver_core/model/internal/simd_lanes.h"
 #include "solver_core/model/local_to_model.h"
 #include "solver_core/model/pose.h"
 #include "solver_core/model/quaternion_math.h"

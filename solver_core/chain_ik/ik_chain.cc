@@ -6,7 +6,7 @@
 
 #include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
-#include "solver_core/model/internal/sse_helpers.h"
+#include "solver_core/model/internal/simd_lanes.h"
 #include "solver_core/model/quaternion_math.h"
 
 namespace posewire {

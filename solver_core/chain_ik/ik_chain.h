@@ -42,7 +42,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "solver_core/chain_ik/joint_limits.h"
-#include "solver_core/model/internal/sse_helpers.h"
+#include "solver_core/model/internal/simd_lanes.h"
 #include "solver_core/model/quaternion_math.h"
 #include "solver_core/model/skeleton.h"
 #include "solver_core/model/transform.h"

@@ -26,7 +26,7 @@
 #endif
 
 #include "solver_core/model/deterministic_math.h"
-#include "solver_core/model/internal/sse_helpers.h"
+#include "solver_core/model/internal/simd_lanes.h"
 #include "solver_core/model/transform.h"
 
 namespace posewire {

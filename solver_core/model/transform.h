@@ -89,19 +89,6 @@ inline constexpr bool kRowLayout =
     sizeof(Transform) == 48 && alignof(Transform) == 16 &&
     offsetof(Transform, translation) == 0 &&
     offsetof(Transform, rotation) == 16 && offsetof(Transform, scale) == 32;
-
-// The row operations of simd_lanes.h on raw registers, for the IK kernels
-// that keep __m128 values.
-inline __m128 LoadRowXyz(const float* p) { return lanes::LoadXyz(p).v; }
-inline __m128 CrossRows(__m128 a, __m128 b) {
-  return lanes::CrossRows({a}, {b}).v;
-}
-inline __m128 MultiplyRows(__m128 p, __m128 q) {
-  return lanes::MultiplyRows({p}, {q}).v;
-}
-inline __m128 RotateRow(__m128 q, __m128 v) {
-  return lanes::RotateRow({q}, {v}).v;
-}
 #endif
 
 }  // namespace transform_internal

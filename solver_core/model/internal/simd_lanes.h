@@ -444,6 +444,11 @@ inline F4 LoadVector3(const Eigen::Vector3f& v) {
       _mm_loadl_epi64(reinterpret_cast<const __m128i*>(v.data())));
   return {_mm_movelh_ps(xy, _mm_load_ss(v.data() + 2))};
 }
+// Writes exactly the 12 bytes of lanes x, y, z to p.
+inline void StoreXyz(float* p, F4 a) {
+  _mm_storel_pi(reinterpret_cast<__m64*>(p), a.v);
+  _mm_store_ss(p + 2, _mm_movehl_ps(a.v, a.v));
+}
 inline Eigen::Vector3f ToVector3(F4 v) {
   alignas(16) float f[4];
   _mm_store_ps(f, v.v);
@@ -484,29 +489,6 @@ inline F4 RotateRow(F4 q, F4 v) {
 
 }  // namespace lanes
 
-#if defined(__SSE2__)
-// The row operations above on raw registers, for the IK kernels that keep
-// __m128 values (quaternion_math.h's Vec3, ik_chain, the analytic solvers):
-// the same functions, so the same bits.
-namespace simd {
-inline __m128 Dot4(__m128 a, __m128 b) { return lanes::Dot4({a}, {b}).v; }
-inline __m128 Dot3(__m128 a, __m128 b) { return lanes::Dot3({a}, {b}).v; }
-inline __m128 LoadXyz(const float* p) { return lanes::LoadXyz(p).v; }
-inline __m128 LoadVector3(const Eigen::Vector3f& v) {
-  return lanes::LoadVector3(v).v;
-}
-inline Eigen::Vector3f ToVector3(__m128 v) { return lanes::ToVector3({v}); }
-template <int kLane>
-inline __m128 Splat(__m128 v) {
-  return lanes::Broadcast<kLane>({v}).v;
-}
-inline void SplatLanes(__m128 v, __m128 out[4]) {
-  lanes::F4 r[4];
-  lanes::BroadcastLanes({v}, r);
-  for (int k = 0; k < 4; ++k) out[k] = r[k].v;
-}
-}  // namespace simd
-#endif  // __SSE2__
 }  // namespace posewire
 
 #endif  // POSEWIRE_SOLVER_CORE_MODEL_INTERNAL_SIMD_LANES_H_

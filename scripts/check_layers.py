@@ -14,6 +14,10 @@ per violation otherwise. Three rules:
    API: it may be included only from that library's top folder (e.g.
    solver_core/) and by tests (tests/), which may test internals.
 3. No include cycles among our own files.
+4. One SIMD layer: x86 intrinsics (their headers, the _mm_/_mm256_ functions
+   and the __m128/__m256 types) appear only in SIMD_LAYER; kernels elsewhere
+   are written with its lane types, so each kernel's determinism rules are
+   stated and kept in one place.
 """
 import argparse
 import os
@@ -53,6 +57,10 @@ FORBIDDEN = {
     "server/service/": ("grpcpp/", "grpc/", "spdlog/", "prometheus/"),
 }
 SOURCES = (".h", ".cc", ".inc")
+SIMD_LAYER = ("solver_core/model/internal/simd_lanes.h",
+              "solver_core/model/internal/simd_lanes_avx2.h")
+INTRINSIC = re.compile(r"\b(_mm256_\w+|_mm_\w+|__m128\w*|__m256\w*|"
+                       r"\w*intrin\.h)")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
 
@@ -64,8 +72,8 @@ def layer_of(path, table):
     return best
 
 
-def scan(root):
-    """Yields (file, line number, include path, is_quoted) for our sources."""
+def sources(root):
+    """Yields (path relative to root, full path) for our source files."""
     for top in ("solver_core", "server", "clients", "proto", "tests", "bench",
                 "fuzz"):
         for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
@@ -74,12 +82,30 @@ def scan(root):
                 if not name.endswith(SOURCES):
                     continue
                 full = os.path.join(dirpath, name)
-                rel = os.path.relpath(full, root).replace(os.sep, "/")
-                with open(full, encoding="utf-8", errors="replace") as f:
-                    for number, line in enumerate(f, 1):
-                        m = INCLUDE.match(line)
-                        if m:
-                            yield rel, number, m.group(2), m.group(1) == '"'
+                yield os.path.relpath(full, root).replace(os.sep, "/"), full
+
+
+def scan(root):
+    """Yields (file, line number, include path, is_quoted) for our sources."""
+    for rel, full in sources(root):
+        with open(full, encoding="utf-8", errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                m = INCLUDE.match(line)
+                if m:
+                    yield rel, number, m.group(2), m.group(1) == '"'
+
+
+def raw_intrinsics(root):
+    """Yields "file:line: ..." for each intrinsic used outside SIMD_LAYER."""
+    for rel, full in sources(root):
+        if rel in SIMD_LAYER:
+            continue
+        with open(full, encoding="utf-8", errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                m = INTRINSIC.search(line.split("//")[0])
+                if m:
+                    yield (f"{rel}:{number}: raw intrinsic {m.group(1)} "
+                           f"outside the SIMD layer ({SIMD_LAYER[0]})")
 
 
 def find_cycle(graph):
@@ -133,6 +159,7 @@ def check(root):
             if not rel.startswith(library):
                 problems.append(
                     f"{where}: \"{target}\" is internal to {library}")
+    problems.extend(raw_intrinsics(root))
     cycle = find_cycle(graph)
     if cycle:
         problems.append("include cycle: " + " -> ".join(cycle))
@@ -148,7 +175,7 @@ def main():
     for p in problems:
         print(p)
     if problems:
-        print(f"{len(problems)} include(s) cross a layer the wrong way "
+        print(f"{len(problems)} problem(s) with the layers "
               "(docs/ARCHITECTURE.md, Layers)")
         return 1
     print("layers: every include goes the right way")

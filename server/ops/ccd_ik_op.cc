@@ -10,35 +10,6 @@
 namespace posewire::server {
 namespace {
 
-class CcdIk final : public PreparedOp {
- public:
-  CcdIk(CcdIkJob job, std::vector<int> chain, CompiledTarget target,
-        std::vector<JointLimit> limits, std::vector<float> joint_weights)
-      : job_(job),
-        chain_(std::move(chain)),
-        target_(target),
-        limits_(std::move(limits)),
-        joint_weights_(std::move(joint_weights)) {}
-
-  absl::Status Run(OpFrame& frame) const override {
-    auto target = target_.For(frame);
-    if (!target.ok()) return target.status();
-    CcdIkJob job = job_;
-    job.chain = chain_;
-    job.target = *target;
-    job.joint_weights = joint_weights_;
-    job.limits = limits_;
-    return RunIkJob(job, frame);
-  }
-
- private:
-  CcdIkJob job_;  // scalar parameters; spans set per frame
-  std::vector<int> chain_;
-  CompiledTarget target_;
-  std::vector<JointLimit> limits_;
-  std::vector<float> joint_weights_;
-};
-
 CompiledOp Compile(const OpCompileInput& input) {
   const v1::CcdIkOp& op = input.op.ccd_ik();
   auto chain = ChainFromProto(input.skeleton, op.chain(),
@@ -47,16 +18,13 @@ CompiledOp Compile(const OpCompileInput& input) {
   auto target = CompileTarget(op.has_target(), op.target(),
                               absl::StrCat(input.field, ".target"));
   if (!target.ok()) return target.status();
-  auto settings = SettingsFromProto<CcdIkJob>(input, op);
-  if (!settings.ok()) return settings.status();
+  auto solver = CompileSolver<CcdIkJob>(input, op);
+  if (!solver.ok()) return solver.status();
   auto fallback_axis = OptionalVec3(
       op.has_fallback_axis(), op.fallback_axis(), Eigen::Vector3f::UnitX(),
       absl::StrCat(input.field, ".fallback_axis"));
   if (!fallback_axis.ok()) return fallback_axis.status();
-  CcdIkJob job;
-  job.max_iterations = settings->iterations;
-  job.tolerance = settings->tolerance;
-  if (op.has_weight()) job.weight = op.weight();
+  CcdIkJob& job = solver->job;
   job.incremental = op.incremental();
   job.max_step_angle = op.max_step_angle();
   if (op.has_over_relaxation()) job.over_relaxation = op.over_relaxation();
@@ -64,9 +32,14 @@ CompiledOp Compile(const OpCompileInput& input) {
   job.fallback_axis = *fallback_axis;
   job.nudge = op.nudge();
   if (op.has_polish()) job.polish = op.polish();
-  return std::make_unique<CcdIk>(
-      job, *std::move(chain), *target, std::move(settings->limits),
-      std::vector<float>(op.joint_weights().begin(), op.joint_weights().end()));
+  return std::make_unique<ChainToTargetOp<CcdIkJob>>(
+      job,
+      ChainArrays{.chain = *std::move(chain),
+                  .limits = std::move(solver->limits),
+                  .joint_weights = {op.joint_weights().begin(),
+                                    op.joint_weights().end()},
+                  .planar_limits = {}},
+      *target);
 }
 
 }  // namespace
@@ -76,10 +49,7 @@ OpSpec CcdIkOpSpec() {
           .updatable = kUpdateTarget | kUpdateWeight,
           .screens_input_pose = true,
           .compile = Compile,
-          .ranges = {{.field = "max_iterations",
-                      .min = 0,
-                      .max = kMaxIkIterations,
-                      .server_limited = true}}};
+          .ranges = IterativeSolverRanges()};
 }
 
 }  // namespace posewire::server

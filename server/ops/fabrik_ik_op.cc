@@ -11,36 +11,6 @@
 namespace posewire::server {
 namespace {
 
-class FabrikIk final : public PreparedOp {
- public:
-  FabrikIk(FabrikIkJob job, std::vector<int> chain, CompiledTarget target,
-           std::vector<JointLimit> limits,
-           std::vector<SignedAngleRange> planar_limits)
-      : job_(job),
-        chain_(std::move(chain)),
-        target_(target),
-        limits_(std::move(limits)),
-        planar_limits_(std::move(planar_limits)) {}
-
-  absl::Status Run(OpFrame& frame) const override {
-    auto target = target_.For(frame);
-    if (!target.ok()) return target.status();
-    FabrikIkJob job = job_;
-    job.chain = chain_;
-    job.target = *target;
-    job.limits = limits_;
-    job.planar_limits = planar_limits_;
-    return RunIkJob(job, frame);
-  }
-
- private:
-  FabrikIkJob job_;
-  std::vector<int> chain_;
-  CompiledTarget target_;
-  std::vector<JointLimit> limits_;
-  std::vector<SignedAngleRange> planar_limits_;
-};
-
 CompiledOp Compile(const OpCompileInput& input) {
   const v1::FabrikIkOp& op = input.op.fabrik_ik();
   auto chain = ChainFromProto(input.skeleton, op.chain(),
@@ -49,8 +19,8 @@ CompiledOp Compile(const OpCompileInput& input) {
   auto target = CompileTarget(op.has_target(), op.target(),
                               absl::StrCat(input.field, ".target"));
   if (!target.ok()) return target.status();
-  auto settings = SettingsFromProto<FabrikIkJob>(input, op);
-  if (!settings.ok()) return settings.status();
+  auto solver = CompileSolver<FabrikIkJob>(input, op);
+  if (!solver.ok()) return solver.status();
   auto normal = OptionalVec3(op.has_plane_normal(), op.plane_normal(),
                              Eigen::Vector3f::Zero(),
                              absl::StrCat(input.field, ".plane_normal"));
@@ -59,16 +29,17 @@ CompiledOp Compile(const OpCompileInput& input) {
   for (const v1::AngleRange& range : op.planar_limits()) {
     planar.push_back(SignedAngleRange{range.min(), range.max()});
   }
-  FabrikIkJob job;
-  job.max_iterations = settings->iterations;
-  job.tolerance = settings->tolerance;
-  if (op.has_weight()) job.weight = op.weight();
+  FabrikIkJob& job = solver->job;
   if (op.has_over_relaxation()) job.over_relaxation = op.over_relaxation();
   job.plane_normal = *normal;
   if (op.has_polish()) job.polish = op.polish();
-  return std::make_unique<FabrikIk>(job, *std::move(chain), *target,
-                                    std::move(settings->limits),
-                                    std::move(planar));
+  return std::make_unique<ChainToTargetOp<FabrikIkJob>>(
+      job,
+      ChainArrays{.chain = *std::move(chain),
+                  .limits = std::move(solver->limits),
+                  .joint_weights = {},
+                  .planar_limits = std::move(planar)},
+      *target);
 }
 
 }  // namespace
@@ -78,10 +49,7 @@ OpSpec FabrikIkOpSpec() {
           .updatable = kUpdateTarget | kUpdateWeight,
           .screens_input_pose = true,
           .compile = Compile,
-          .ranges = {{.field = "max_iterations",
-                      .min = 0,
-                      .max = kMaxIkIterations,
-                      .server_limited = true}}};
+          .ranges = IterativeSolverRanges()};
 }
 
 }  // namespace posewire::server

@@ -28,16 +28,11 @@ class FabrikTreeIk final : public PreparedOp {
 
   absl::Status Run(OpFrame& frame) const override {
     FabrikTreeIkJob job = job_;
-    job.effectors = effectors_;
-    if (frame.update != nullptr && !frame.update->effectors().empty()) {
-      // The op's effectors with this frame's targets, in a per-thread copy.
-      thread_local std::vector<FabrikEffector> moved;
-      moved.assign(effectors_.begin(), effectors_.end());
-      for (const v1::EffectorUpdate& e : frame.update->effectors()) {
-        if (e.has_target()) moved[e.index()].target = UpdateVector(e.target());
-      }
-      job.effectors = moved;
-    }
+    job.effectors = EffectorsThisFrame(
+        effectors_, frame,
+        [](const v1::EffectorUpdate& e, FabrikEffector& out) {
+          if (e.has_target()) out.target = UpdateVector(e.target());
+        });
     job.limits = limits_;
     return RunIkJob(job, frame);
   }
@@ -69,15 +64,11 @@ CompiledOp Compile(const OpCompileInput& input) {
     if (e.has_pull()) effector.pull = e.pull();
     effectors.push_back(effector);
   }
-  auto settings = SettingsFromProto<FabrikTreeIkJob>(input, op);
-  if (!settings.ok()) return settings.status();
-  FabrikTreeIkJob job;
-  job.root = *root;
-  job.max_iterations = settings->iterations;
-  job.tolerance = settings->tolerance;
-  if (op.has_weight()) job.weight = op.weight();
-  return std::make_unique<FabrikTreeIk>(job, std::move(effectors),
-                                        std::move(settings->limits));
+  auto solver = CompileSolver<FabrikTreeIkJob>(input, op);
+  if (!solver.ok()) return solver.status();
+  solver->job.root = *root;
+  return std::make_unique<FabrikTreeIk>(solver->job, std::move(effectors),
+                                        std::move(solver->limits));
 }
 
 }  // namespace
@@ -87,10 +78,7 @@ OpSpec FabrikTreeIkOpSpec() {
           .updatable = kUpdateWeight | kUpdateEffectors,
           .screens_input_pose = true,
           .compile = Compile,
-          .ranges = {{.field = "max_iterations",
-                      .min = 0,
-                      .max = kMaxIkIterations,
-                      .server_limited = true}}};
+          .ranges = IterativeSolverRanges()};
 }
 
 }  // namespace posewire::server

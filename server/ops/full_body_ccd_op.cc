@@ -29,18 +29,12 @@ class FullBodyCcd final : public PreparedOp {
 
   absl::Status Run(OpFrame& frame) const override {
     FullBodyCcdJob job = job_;
-    job.effectors = effectors_;
-    if (frame.update != nullptr && !frame.update->effectors().empty()) {
-      // The op's effectors with this frame's values, in a per-thread copy.
-      thread_local std::vector<FullBodyCcdEffector> moved;
-      moved.assign(effectors_.begin(), effectors_.end());
-      for (const v1::EffectorUpdate& e : frame.update->effectors()) {
-        FullBodyCcdEffector& out = moved[e.index()];
-        if (e.has_target()) out.target = UpdateVector(e.target());
-        if (e.has_position_weight()) out.weight = e.position_weight();
-      }
-      job.effectors = moved;
-    }
+    job.effectors = EffectorsThisFrame(
+        effectors_, frame,
+        [](const v1::EffectorUpdate& e, FullBodyCcdEffector& out) {
+          if (e.has_target()) out.target = UpdateVector(e.target());
+          if (e.has_position_weight()) out.weight = e.position_weight();
+        });
     job.joint_weights = joint_weights_;
     job.limits = limits_;
     return RunIkJob(job, frame);
@@ -74,20 +68,17 @@ CompiledOp Compile(const OpCompileInput& input) {
     if (e.has_weight()) effector.weight = e.weight();
     effectors.push_back(effector);
   }
-  auto settings = SettingsFromProto<FullBodyCcdJob>(input, op);
-  if (!settings.ok()) return settings.status();
+  auto solver = CompileSolver<FullBodyCcdJob>(input, op);
+  if (!solver.ok()) return solver.status();
   auto translation = JointIndex(input.skeleton, op.translation_joint(),
                                 absl::StrCat(input.field, ".translation_joint"),
                                 /*allow_empty=*/true);
   if (!translation.ok()) return translation.status();
-  FullBodyCcdJob job;
-  job.max_iterations = settings->iterations;
-  job.tolerance = settings->tolerance;
-  if (op.has_weight()) job.weight = op.weight();
+  FullBodyCcdJob& job = solver->job;
   job.nudge = op.nudge();
   job.translation_joint = *translation;
   return std::make_unique<FullBodyCcd>(
-      job, std::move(effectors), std::move(settings->limits),
+      job, std::move(effectors), std::move(solver->limits),
       std::vector<float>(op.joint_weights().begin(), op.joint_weights().end()));
 }
 
@@ -98,10 +89,7 @@ OpSpec FullBodyCcdOpSpec() {
           .updatable = kUpdateWeight | kUpdateEffectors,
           .screens_input_pose = true,
           .compile = Compile,
-          .ranges = {{.field = "max_iterations",
-                      .min = 0,
-                      .max = kMaxIkIterations,
-                      .server_limited = true}}};
+          .ranges = IterativeSolverRanges()};
 }
 
 }  // namespace posewire::server

@@ -244,4 +244,11 @@ void ReportIk(const IkResult& result, v1::OperationResult& out) {
   out.set_iterations(result.iterations);
 }
 
+std::vector<FieldRange> IterativeSolverRanges() {
+  return {{.field = "max_iterations",
+           .min = 0,
+           .max = kMaxIkIterations,
+           .server_limited = true}};
+}
+
 }  // namespace posewire::server

@@ -12,6 +12,7 @@
 #include "google/protobuf/repeated_ptr_field.h"
 #include "posewire/v1/operations.pb.h"
 #include "server/ops/op.h"
+#include "server/ops/op_table.h"
 #include "server/wire/wire_convert.h"
 #include "solver_core/chain_ik/ik_chain.h"
 #include "solver_core/chain_ik/joint_limits.h"
@@ -63,36 +64,96 @@ absl::StatusOr<std::vector<JointLimit>> LimitsFromProto(
     const google::protobuf::RepeatedPtrField<v1::JointLimitSpec>& specs,
     absl::string_view field);
 
-// What every iterative solver op shares: the iteration cap, tolerance and
-// joint limits. Unset fields take the core job's defaults (`Job`'s
-// max_iterations and tolerance), so a client that sends only the required
-// fields gets exactly the core's default solve.
-struct SolverSettings {
-  int iterations = 0;
-  IkTolerance tolerance;
+// What every iterative solver op shares, compiled into its core job: the
+// iteration cap, tolerance and weight, plus the joint limits the job's
+// `limits` span is to point into. Unset fields take the core job's defaults
+// (`Job`'s max_iterations and tolerance), so a client that sends only the
+// required fields gets exactly the core's default solve.
+template <typename Job>
+struct CompiledSolver {
+  Job job;
   std::vector<JointLimit> limits;
 };
 
 template <typename Job, typename Op>
-absl::StatusOr<SolverSettings> SettingsFromProto(const OpCompileInput& input,
-                                                 const Op& op) {
-  SolverSettings settings;
-  const Job defaults;
+absl::StatusOr<CompiledSolver<Job>> CompileSolver(const OpCompileInput& input,
+                                                  const Op& op) {
+  CompiledSolver<Job> out;
   auto iterations =
       Iterations(op.has_max_iterations(), op.max_iterations(),
-                 defaults.max_iterations, input.limits.max_solver_iterations,
+                 out.job.max_iterations, input.limits.max_solver_iterations,
                  absl::StrCat(input.field, ".max_iterations"));
   if (!iterations.ok()) return iterations.status();
-  settings.iterations = *iterations;
-  auto tolerance = ToleranceFromProto(op.tolerance(), defaults.tolerance,
+  out.job.max_iterations = *iterations;
+  auto tolerance = ToleranceFromProto(op.tolerance(), out.job.tolerance,
                                       absl::StrCat(input.field, ".tolerance"));
   if (!tolerance.ok()) return tolerance.status();
-  settings.tolerance = *tolerance;
+  out.job.tolerance = *tolerance;
+  if (op.has_weight()) out.job.weight = op.weight();
   auto limits = LimitsFromProto(input.skeleton, op.limits(),
                                 absl::StrCat(input.field, ".limits"));
   if (!limits.ok()) return limits.status();
-  settings.limits = *std::move(limits);
-  return settings;
+  out.limits = *std::move(limits);
+  return out;
+}
+
+// The bounded counts of an iterative solver op, for its OpSpec.
+std::vector<FieldRange> IterativeSolverRanges();
+
+// The arrays a single-chain solver op owns (CCD, FABRIK) and its job's spans
+// point into; a job without one of these fields ignores it.
+struct ChainArrays {
+  std::vector<int> chain;
+  std::vector<JointLimit> limits;
+  std::vector<float> joint_weights;
+  std::vector<SignedAngleRange> planar_limits;
+};
+
+// A chain solver's op: every parameter compiled once into `job`, each frame
+// only the target (from the frame's update or the compiled one) and weight.
+template <typename Job>
+class ChainToTargetOp final : public PreparedOp {
+ public:
+  ChainToTargetOp(Job job, ChainArrays arrays, CompiledTarget target)
+      : job_(job), arrays_(std::move(arrays)), target_(target) {}
+
+  absl::Status Run(OpFrame& frame) const override {
+    auto target = target_.For(frame);
+    if (!target.ok()) return target.status();
+    Job job = job_;
+    job.chain = arrays_.chain;
+    job.limits = arrays_.limits;
+    if constexpr (requires { job.joint_weights; }) {
+      job.joint_weights = arrays_.joint_weights;
+    }
+    if constexpr (requires { job.planar_limits; }) {
+      job.planar_limits = arrays_.planar_limits;
+    }
+    job.target = *target;
+    return RunIkJob(job, frame);
+  }
+
+ private:
+  Job job_;  // scalar parameters; spans set per frame
+  ChainArrays arrays_;
+  CompiledTarget target_;
+};
+
+// A multi-effector op's effectors for this frame: the compiled ones, or,
+// when the frame's update moves some, a per-thread copy with
+// `apply(update, effector)` run on each one named.
+template <typename Effector, typename Apply>
+absl::Span<const Effector> EffectorsThisFrame(
+    const std::vector<Effector>& compiled, const OpFrame& frame, Apply apply) {
+  if (frame.update == nullptr || frame.update->effectors().empty()) {
+    return compiled;
+  }
+  thread_local std::vector<Effector> moved;
+  moved.assign(compiled.begin(), compiled.end());
+  for (const v1::EffectorUpdate& e : frame.update->effectors()) {
+    apply(e, moved[e.index()]);  // indices checked by CheckUpdate
+  }
+  return moved;
 }
 
 // Checks an update's effectors against an op with `count` effectors

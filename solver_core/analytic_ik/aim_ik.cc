@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "solver_core/analytic_ik/clamp_direction.h"
-#include "solver_core/model/internal/sse_helpers.h"
+#include "solver_core/model/internal/simd_lanes.h"
 #include "solver_core/model/local_to_model.h"
 #include "solver_core/model/pose.h"
 #include "solver_core/model/quaternion_math.h"
@@ -89,17 +89,19 @@ inline bool ParametersLookFinite(const AimIkJob& job) {
 #if defined(__SSE2__)
   // x - x is 0 for finite x and NaN otherwise; the sums keep any NaN. Four
   // lanes at a time.
-  auto nan_if_not_finite = [](__m128 v) { return _mm_sub_ps(v, v); };
-  const __m128 vectors = _mm_add_ps(
-      _mm_add_ps(nan_if_not_finite(simd::LoadVector3(job.target)),
-                 nan_if_not_finite(simd::LoadVector3(job.pole_vector))),
-      _mm_add_ps(nan_if_not_finite(simd::LoadVector3(job.forward)),
-                 nan_if_not_finite(simd::LoadVector3(job.up))));
-  const __m128 finite = _mm_add_ps(
-      _mm_add_ps(vectors, nan_if_not_finite(simd::LoadVector3(job.offset))),
-      nan_if_not_finite(_mm_setr_ps(job.twist_angle, job.weight,
-                                    job.clamp_weight, job.reach_tolerance)));
-  return _mm_movemask_ps(_mm_cmpeq_ps(finite, _mm_setzero_ps())) == 0xF;
+  using lanes::F4;
+  auto nan_if_not_finite = [](F4 v) { return v - v; };
+  const F4 vectors =
+      (nan_if_not_finite(lanes::LoadVector3(job.target)) +
+       nan_if_not_finite(lanes::LoadVector3(job.pole_vector))) +
+      (nan_if_not_finite(lanes::LoadVector3(job.forward)) +
+       nan_if_not_finite(lanes::LoadVector3(job.up)));
+  const F4 finite =
+      (vectors + nan_if_not_finite(lanes::LoadVector3(job.offset))) +
+      nan_if_not_finite(lanes::SetLanes(job.twist_angle, job.weight,
+                                        job.clamp_weight,
+                                        job.reach_tolerance));
+  return lanes::Bits(finite == lanes::Zero()) == 0xF;
 #else
   const float finite =
       (job.target - job.target).sum() +

@@ -8,7 +8,7 @@
 #include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "solver_core/analytic_ik/clamp_direction.h"
-#include "solver_core/model/internal/sse_helpers.h"
+#include "solver_core/model/internal/simd_lanes.h"
 #include "solver_core/model/local_to_model.h"
 #include "solver_core/model/pose.h"
 #include "solver_core/model/quaternion_math.h"
@@ -223,30 +223,30 @@ inline bool ParametersLookFinite(const TwoBoneIkJob& job) {
 #if defined(__SSE2__)
   // x - x is 0 for finite x and NaN otherwise; the sums keep any NaN. Four
   // lanes at a time.
-  auto nan_if_not_finite = [](__m128 v) { return _mm_sub_ps(v, v); };
-  const __m128 mid_axis = job.mid_axis.has_value()
-                              ? simd::LoadVector3(*job.mid_axis)
-                              : _mm_setzero_ps();
-  __m128 finite = _mm_add_ps(
-      _mm_add_ps(nan_if_not_finite(simd::LoadVector3(job.target)),
-                 nan_if_not_finite(simd::LoadVector3(job.pole_vector))),
-      _mm_add_ps(nan_if_not_finite(mid_axis),
-                 nan_if_not_finite(_mm_setr_ps(job.twist_angle, job.weight,
-                                               job.end_rotation_weight,
-                                               job.max_stretch))));
-  finite =
-      _mm_add_ss(finite, nan_if_not_finite(_mm_set_ss(job.reach_tolerance)));
+  using lanes::F4;
+  auto nan_if_not_finite = [](F4 v) { return v - v; };
+  const F4 mid_axis = job.mid_axis.has_value()
+                          ? lanes::LoadVector3(*job.mid_axis)
+                          : lanes::Zero();
+  F4 finite = (nan_if_not_finite(lanes::LoadVector3(job.target)) +
+               nan_if_not_finite(lanes::LoadVector3(job.pole_vector))) +
+              (nan_if_not_finite(mid_axis) +
+               nan_if_not_finite(lanes::SetLanes(
+                   job.twist_angle, job.weight, job.end_rotation_weight,
+                   job.max_stretch)));
+  finite = lanes::AddFirst(
+      finite, nan_if_not_finite(lanes::SetLanes(job.reach_tolerance, 0.0f,
+                                                0.0f, 0.0f)));
   if (job.bend_goal.has_value()) {
-    finite = _mm_add_ps(finite,
-                        nan_if_not_finite(simd::LoadVector3(*job.bend_goal)));
+    finite = finite + nan_if_not_finite(lanes::LoadVector3(*job.bend_goal));
   }
   if (job.end_rotation.has_value()) {
-    const __m128 q = _mm_loadu_ps(job.end_rotation->coeffs().data());
-    finite = _mm_add_ps(finite, nan_if_not_finite(q));
-    const float n2 = _mm_cvtss_f32(simd::Dot4(q, q));
+    const F4 q = lanes::LoadU(job.end_rotation->coeffs().data());
+    finite = finite + nan_if_not_finite(q);
+    const float n2 = lanes::First(lanes::Dot4(q, q));
     if (!(n2 >= kMinUnitNorm2 && n2 <= kMaxUnitNorm2)) return false;
   }
-  return _mm_movemask_ps(_mm_cmpeq_ps(finite, _mm_setzero_ps())) == 0xF;
+  return lanes::Bits(finite == lanes::Zero()) == 0xF;
 #else
   const Eigen::Vector3f mid_axis =
       job.mid_axis.value_or(Eigen::Vector3f::Zero());

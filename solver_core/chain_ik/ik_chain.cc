@@ -6,7 +6,7 @@
 
 #include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
-#include "solver_core/model/internal/sse_helpers.h"
+#include "solver_core/model/internal/simd_lanes.h"
 #include "solver_core/model/quaternion_math.h"
 
 namespace posewire {
@@ -27,9 +27,9 @@ inline void CopyTransform(const Transform& from, Transform* to) {
   if constexpr (transform_internal::kRowLayout) {
     const float* f = reinterpret_cast<const float*>(&from);
     float* t = reinterpret_cast<float*>(to);
-    _mm_storeu_ps(t, _mm_loadu_ps(f));
-    _mm_storeu_ps(t + 4, _mm_loadu_ps(f + 4));
-    _mm_storeu_ps(t + 8, _mm_loadu_ps(f + 8));
+    lanes::StoreU(t, lanes::LoadU(f));
+    lanes::StoreU(t + 4, lanes::LoadU(f + 4));
+    lanes::StoreU(t + 8, lanes::LoadU(f + 8));
     return;
   }
 #endif
@@ -45,22 +45,22 @@ namespace {
 // terms are MultiplyRows', but its w lane sums a + (-b + -c) where Multiply
 // computes a - (b + c); the two differ in the sign of an exactly zero w. Here
 // the w lane of the second half is summed unnegated and negated after.)
-__m128 MultiplyRowsAsScalar(__m128 p, __m128 q) {
-  const __m128 px = simd::Splat<0>(p);
-  const __m128 py = simd::Splat<1>(p);
-  const __m128 pz = simd::Splat<2>(p);
-  const __m128 pw = simd::Splat<3>(p);
+lanes::F4 MultiplyRowsAsScalar(lanes::F4 p, lanes::F4 q) {
+  using lanes::Shuffle;
+  using lanes::SetLanes;
+  using lanes::Xor;
   // Lanes x, y, z, w: (w, -z, y, -x), (z, w, -x, y), (-y, x, w, z).
-  const __m128 qb = _mm_xor_ps(_mm_shuffle_ps(q, q, _MM_SHUFFLE(0, 1, 2, 3)),
-                               _mm_set_ps(-0.0f, 0.0f, -0.0f, 0.0f));
-  const __m128 qc = _mm_xor_ps(_mm_shuffle_ps(q, q, _MM_SHUFFLE(1, 0, 3, 2)),
-                               _mm_set_ps(0.0f, -0.0f, 0.0f, 0.0f));
-  const __m128 qd = _mm_xor_ps(_mm_shuffle_ps(q, q, _MM_SHUFFLE(2, 3, 0, 1)),
-                               _mm_set_ps(0.0f, 0.0f, 0.0f, -0.0f));
-  const __m128 first = _mm_add_ps(_mm_mul_ps(pw, q), _mm_mul_ps(px, qb));
-  const __m128 second = _mm_add_ps(_mm_mul_ps(py, qc), _mm_mul_ps(pz, qd));
-  return _mm_add_ps(first,
-                    _mm_xor_ps(second, _mm_set_ps(-0.0f, 0.0f, 0.0f, 0.0f)));
+  const lanes::F4 qb =
+      Xor(Shuffle<3, 2, 1, 0>(q), SetLanes(0.0f, -0.0f, 0.0f, -0.0f));
+  const lanes::F4 qc =
+      Xor(Shuffle<2, 3, 0, 1>(q), SetLanes(0.0f, 0.0f, -0.0f, 0.0f));
+  const lanes::F4 qd =
+      Xor(Shuffle<1, 0, 3, 2>(q), SetLanes(-0.0f, 0.0f, 0.0f, 0.0f));
+  const lanes::F4 first =
+      lanes::Broadcast<3>(p) * q + lanes::Broadcast<0>(p) * qb;
+  const lanes::F4 second =
+      lanes::Broadcast<1>(p) * qc + lanes::Broadcast<2>(p) * qd;
+  return first + Xor(second, SetLanes(0.0f, 0.0f, 0.0f, -0.0f));
 }
 
 // HalfwayRotation of two 3-vector rows (lane 3 zero) as a quaternion row
@@ -68,24 +68,23 @@ __m128 MultiplyRowsAsScalar(__m128 p, __m128 q) {
 // (Dot3 sums in Eigen's order, CrossRows is Eigen's cross); every other
 // magnitude, and antiparallel vectors, go to HalfwayRotation itself, so the
 // bits are HalfwayRotation's in every case.
-__m128 HalfwayRotationRow(__m128 from, __m128 to) {
-  const float ff = _mm_cvtss_f32(simd::Dot3(from, from));
-  const float tt = _mm_cvtss_f32(simd::Dot3(to, to));
+lanes::F4 HalfwayRotationRow(lanes::F4 from, lanes::F4 to) {
+  const float ff = lanes::First(lanes::Dot3(from, from));
+  const float tt = lanes::First(lanes::Dot3(to, to));
   const float ft = ff * tt;
   if (ABSL_PREDICT_TRUE(ff > 1e-40f && tt > 1e-40f && ft > 1e-30f &&
                         ft < 1e30f)) {
     const float m = std::sqrt(ft);
-    const float d = _mm_cvtss_f32(simd::Dot3(from, to));
+    const float d = lanes::First(lanes::Dot3(from, to));
     if (ABSL_PREDICT_TRUE(!(d < (-1.0f + 1e-6f) * m))) {
-      const __m128 lane_w = _mm_castsi128_ps(_mm_setr_epi32(0, 0, 0, -1));
-      const __m128 cross =
-          _mm_andnot_ps(lane_w, transform_internal::CrossRows(from, to));
-      return _mm_or_ps(cross, _mm_and_ps(lane_w, _mm_set1_ps(m + d)));
+      // (from x to, m + d): the cross product's lane w is zero already.
+      return lanes::Select(lanes::XyzLanes(), lanes::CrossRows(from, to),
+                           lanes::Splat(m + d));
     }
   }
   const Eigen::Quaternionf q =
-      HalfwayRotation(simd::ToVector3(from), simd::ToVector3(to));
-  return _mm_loadu_ps(q.coeffs().data());
+      HalfwayRotation(lanes::ToVector3(from), lanes::ToVector3(to));
+  return lanes::LoadU(q.coeffs().data());
 }
 
 }  // namespace
@@ -338,20 +337,18 @@ void IkChain::AlignChainTo(absl::Span<const Eigen::Vector3f> targets) {
   // The loop below on SSE rows: the same operations in the same order
   // (RotateRow is Eigen's quaternion-vector product), with the parent's
   // model rotation carried in a register from one bone to the next.
-  namespace ti = transform_internal;
-  __m128 parent_rotation = _mm_loadu_ps(base_.rotation.coeffs().data());
+  lanes::F4 parent_rotation = lanes::LoadU(base_.rotation.coeffs().data());
   for (int i = 0; i + 1 < n; ++i) {
-    const __m128 rotation = _mm_loadu_ps(model[i].rotation.coeffs().data());
-    const __m128 bone =
-        ti::RotateRow(rotation, simd::LoadVector3(offsets[i + 1]));
-    const __m128 wanted =
-        _mm_sub_ps(simd::LoadVector3(targets[i + 1]),
-                   ti::LoadRowXyz(model[i].translation.data()));
-    const __m128 turned = TurnedLocalRotationRow(
+    const lanes::F4 rotation = lanes::LoadU(model[i].rotation.coeffs().data());
+    const lanes::F4 bone =
+        lanes::RotateRow(rotation, lanes::LoadVector3(offsets[i + 1]));
+    const lanes::F4 wanted = lanes::LoadVector3(targets[i + 1]) -
+                             lanes::LoadXyz(model[i].translation.data());
+    const lanes::F4 turned = TurnedLocalRotationRow(
         parent_rotation, HalfwayRotationRow(bone, wanted), rotation);
-    _mm_storeu_ps(local[i].rotation.coeffs().data(), turned);
+    lanes::StoreU(local[i].rotation.coeffs().data(), turned);
     parent_rotation = MultiplyRowsAsScalar(parent_rotation, turned);
-    _mm_storeu_ps(model[i].rotation.coeffs().data(), parent_rotation);
+    lanes::StoreU(model[i].rotation.coeffs().data(), parent_rotation);
     CombineTo(model[i], local[i + 1], model + i + 1);
   }
 #else

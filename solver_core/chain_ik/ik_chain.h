@@ -42,7 +42,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "solver_core/chain_ik/joint_limits.h"
-#include "solver_core/model/internal/sse_helpers.h"
+#include "solver_core/model/internal/simd_lanes.h"
 #include "solver_core/model/quaternion_math.h"
 #include "solver_core/model/skeleton.h"
 #include "solver_core/model/transform.h"
@@ -205,17 +205,15 @@ Eigen::Quaternionf HalfwayRotation(const Eigen::Vector3f& from,
                                    const Eigen::Vector3f& to);
 
 #if defined(__SSE2__)
-// TurnedLocalRotation on quaternions held as SSE rows (x, y, z, w), for
-// loops that keep their rotations in registers.
-inline __m128 TurnedLocalRotationRow(__m128 parent, __m128 delta,
-                                     __m128 model) {
-  namespace ti = transform_internal;
-  const __m128 parent_conj =
-      _mm_xor_ps(parent, _mm_setr_ps(-0.0f, -0.0f, -0.0f, 0.0f));
-  const __m128 l =
-      ti::MultiplyRows(parent_conj, ti::MultiplyRows(delta, model));
-  return _mm_mul_ps(
-      l, _mm_set1_ps(InverseLength(_mm_cvtss_f32(simd::Dot4(l, l)))));
+// TurnedLocalRotation on quaternions held as rows (x, y, z, w), for loops
+// that keep their rotations in registers.
+inline lanes::F4 TurnedLocalRotationRow(lanes::F4 parent, lanes::F4 delta,
+                                        lanes::F4 model) {
+  const lanes::F4 parent_conj =
+      lanes::Xor(parent, lanes::SetLanes(-0.0f, -0.0f, -0.0f, 0.0f));
+  const lanes::F4 l =
+      lanes::MultiplyRows(parent_conj, lanes::MultiplyRows(delta, model));
+  return l * lanes::Splat(InverseLength(lanes::First(lanes::Dot4(l, l))));
 }
 #endif
 
@@ -230,10 +228,10 @@ inline Eigen::Quaternionf TurnedLocalRotation(const Eigen::Quaternionf& parent,
                                               const Eigen::Quaternionf& model) {
 #if defined(__SSE2__)
   Eigen::Quaternionf out;
-  _mm_storeu_ps(out.coeffs().data(),
-                TurnedLocalRotationRow(_mm_loadu_ps(parent.coeffs().data()),
-                                       _mm_loadu_ps(delta.coeffs().data()),
-                                       _mm_loadu_ps(model.coeffs().data())));
+  lanes::StoreU(out.coeffs().data(),
+                TurnedLocalRotationRow(lanes::LoadU(parent.coeffs().data()),
+                                       lanes::LoadU(delta.coeffs().data()),
+                                       lanes::LoadU(model.coeffs().data())));
   return out;
 #else
   const Eigen::Quaternionf l = transform_internal::Multiply(

@@ -14,20 +14,19 @@
 #include <functional>
 #include <vector>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "solver_core/model/internal/sse_helpers.h"
+#include "solver_core/model/internal/simd_lanes.h"
 #include "solver_core/model/quaternion_math.h"
 #include "solver_core/model/simd_level.h"
 #include "solver_core/model/skeleton.h"
 #include "solver_core/model/transform.h"
 
 namespace posewire {
+
+// The SIMD kernels read a Transform as three 16-byte rows (transform.h).
+inline constexpr bool kSimdTransformLayout = transform_internal::kRowLayout;
 
 using LocalPose = std::vector<Transform>;
 using ModelPose = std::vector<Transform>;
@@ -95,13 +94,12 @@ inline bool TransformLooksValid(const Transform& t) {
 #if defined(__SSE2__)
   if constexpr (kSimdTransformLayout) {
     const float* p = reinterpret_cast<const float*>(&t);
-    const __m128 tr = simd::LoadXyz(p);
-    const __m128 q = _mm_loadu_ps(p + 4);
-    const __m128 sc = simd::LoadXyz(p + 8);
-    const __m128 z = _mm_add_ps(
-        _mm_add_ps(_mm_sub_ps(tr, tr), _mm_sub_ps(q, q)), _mm_sub_ps(sc, sc));
-    const float n2 = _mm_cvtss_f32(simd::Dot4(q, q));
-    return _mm_movemask_ps(_mm_cmpeq_ps(z, _mm_setzero_ps())) == 0xF &&
+    const lanes::F4 tr = lanes::LoadXyz(p);
+    const lanes::F4 q = lanes::LoadU(p + 4);
+    const lanes::F4 sc = lanes::LoadXyz(p + 8);
+    const lanes::F4 z = ((tr - tr) + (q - q)) + (sc - sc);
+    const float n2 = lanes::First(lanes::Dot4(q, q));
+    return lanes::Bits(z == lanes::Zero()) == 0xF &&
            n2 >= kScreenMinSquaredNorm && n2 <= kScreenMaxSquaredNorm;
   }
 #endif
@@ -114,7 +112,7 @@ inline bool TransformLooksValid(const Transform& t) {
 }
 
 #if defined(__SSE2__)
-namespace simd {
+namespace pose_internal {
 // The screen PoseLooksValid and TransformsLookValid run, one transform (or
 // four rotation norms) at a time. Translations and scales are summed: a NaN
 // or infinity anywhere leaves the sum non-finite (a sum that overflows only
@@ -126,46 +124,43 @@ class TransformScreen {
  public:
   // Adds the translation and scale rows of the transform at `p`.
   void AddTranslationAndScale(const float* p) {
-    sum_ = _mm_add_ps(sum_, _mm_add_ps(_mm_loadu_ps(p), _mm_loadu_ps(p + 8)));
+    sum_ = sum_ + (lanes::LoadU(p) + lanes::LoadU(p + 8));
   }
   // Checks squared rotation norms, one per lane.
-  void AddSquaredNorms(__m128 n2) {
-    bad_ = _mm_or_ps(
-        bad_, _mm_or_ps(_mm_cmpnge_ps(n2, _mm_set1_ps(kScreenMinSquaredNorm)),
-                        _mm_cmpnle_ps(n2, _mm_set1_ps(kScreenMaxSquaredNorm))));
+  void AddSquaredNorms(lanes::F4 n2) {
+    bad_ = bad_ | (lanes::NotGe(n2, lanes::Splat(kScreenMinSquaredNorm)) |
+                   lanes::NotLe(n2, lanes::Splat(kScreenMaxSquaredNorm)));
   }
   // The whole transform at `p`.
   void Add(const float* p) {
     AddTranslationAndScale(p);
-    const __m128 q = _mm_loadu_ps(p + 4);
-    AddSquaredNorms(Dot4(q, q));
+    const lanes::F4 q = lanes::LoadU(p + 4);
+    AddSquaredNorms(lanes::Dot4(q, q));
   }
   bool Passed() const {
     // The padding lane is cleared here (it summed whatever the padding
     // held; tools that track uninitialised bytes then see defined lanes).
-    const __m128 sum =
-        _mm_and_ps(sum_, _mm_castsi128_ps(_mm_set_epi32(0, -1, -1, -1)));
-    return _mm_movemask_ps(
-               _mm_cmpeq_ps(_mm_sub_ps(sum, sum), _mm_setzero_ps())) == 0xF &&
-           _mm_movemask_ps(bad_) == 0;
+    const lanes::F4 sum = lanes::KeepXyz(sum_);
+    return lanes::Bits((sum - sum) == lanes::Zero()) == 0xF &&
+           lanes::Bits(bad_) == 0;
   }
 
  private:
-  __m128 sum_ = _mm_setzero_ps();
-  __m128 bad_ = _mm_setzero_ps();
+  lanes::F4 sum_ = lanes::Zero();
+  lanes::M4 bad_ = lanes::NoLanes();
 };
-}  // namespace simd
+}  // namespace pose_internal
 #endif
 
 #if POSEWIRE_AVX2_KERNELS
-// PoseLooksValid with AVX2, eight transforms at a time (blending_job.cc).
+// PoseLooksValid with AVX2, eight transforms at a time (pose.cc).
 // Call only when ActiveSimdLevel() is kAvx2.
 bool PoseLooksValidAvx2(absl::Span<const Transform> pose);
 #endif
 
 // TransformLooksValid for a whole pose, without a branch per transform
-// (simd::TransformScreen); squared rotation norms are computed four at a
-// time (squares, then a transpose-and-add), or eight at a time with AVX2.
+// (pose_internal::TransformScreen); squared rotation norms are computed
+// four at a time (lanes::FourDots), or eight at a time with AVX2.
 inline bool PoseLooksValid(absl::Span<const Transform> pose) {
 #if defined(__SSE2__)
   if constexpr (kSimdTransformLayout) {
@@ -176,22 +171,16 @@ inline bool PoseLooksValid(absl::Span<const Transform> pose) {
 #endif
     const float* p = reinterpret_cast<const float*>(pose.data());
     const size_t n = pose.size();
-    simd::TransformScreen screen;
+    pose_internal::TransformScreen screen;
     size_t i = 0;
     for (; i + 4 <= n; i += 4, p += 48) {
-      __m128 sq[4];
+      lanes::F4 q[4];
       for (int k = 0; k < 4; ++k) {
         const float* t = p + 12 * k;
         screen.AddTranslationAndScale(t);
-        const __m128 q = _mm_loadu_ps(t + 4);
-        sq[k] = _mm_mul_ps(q, q);
+        q[k] = lanes::LoadU(t + 4);
       }
-      const __m128 s01 = _mm_add_ps(_mm_unpacklo_ps(sq[0], sq[1]),
-                                    _mm_unpackhi_ps(sq[0], sq[1]));
-      const __m128 s23 = _mm_add_ps(_mm_unpacklo_ps(sq[2], sq[3]),
-                                    _mm_unpackhi_ps(sq[2], sq[3]));
-      screen.AddSquaredNorms(
-          _mm_add_ps(_mm_movelh_ps(s01, s23), _mm_movehl_ps(s23, s01)));
+      screen.AddSquaredNorms(lanes::FourDots(q, q));
     }
     for (; i < n; ++i, p += 12) screen.Add(p);
     return screen.Passed();
@@ -229,7 +218,7 @@ template <size_t N>
 inline bool TransformsLookValid(const Transform* const (&t)[N]) {
 #if defined(__SSE2__)
   if constexpr (kSimdTransformLayout) {
-    simd::TransformScreen screen;
+    pose_internal::TransformScreen screen;
     for (size_t i = 0; i < N; ++i) {
       screen.Add(reinterpret_cast<const float*>(t[i]));
     }

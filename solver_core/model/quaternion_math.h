@@ -21,12 +21,8 @@
 #include <cmath>
 #include <limits>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "solver_core/model/deterministic_math.h"
-#include "solver_core/model/internal/sse_helpers.h"
+#include "solver_core/model/internal/simd_lanes.h"
 #include "solver_core/model/transform.h"
 
 namespace posewire {
@@ -34,8 +30,8 @@ namespace posewire {
 // Dot product of 4-vectors in the fixed order described above.
 inline float Dot4(const Eigen::Vector4f& a, const Eigen::Vector4f& b) {
 #if defined(__SSE2__)
-  return _mm_cvtss_f32(
-      simd::Dot4(_mm_loadu_ps(a.data()), _mm_loadu_ps(b.data())));
+  return lanes::First(
+      lanes::Dot4(lanes::LoadU(a.data()), lanes::LoadU(b.data())));
 #else
   const float xz = a.x() * b.x() + a.z() * b.z();
   const float yw = a.y() * b.y() + a.w() * b.w();
@@ -166,24 +162,24 @@ class DeferredNormalizer {
   void Flush() {
 #if defined(__SSE2__)
     if (count_ == 4) {
-      __m128 v[4];
-      __m128 n2[4];
+      lanes::F4 v[4];
+      lanes::F4 n2[4];
       for (int k = 0; k < 4; ++k) {
-        v[k] = _mm_loadu_ps(q_[k]->coeffs().data());
-        n2[k] = simd::Dot4(v[k], v[k]);
+        v[k] = lanes::LoadU(q_[k]->coeffs().data());
+        n2[k] = lanes::Dot4(v[k], v[k]);
       }
-      const __m128 packed = _mm_movelh_ps(_mm_unpacklo_ps(n2[0], n2[1]),
-                                          _mm_unpacklo_ps(n2[2], n2[3]));
-      const __m128 inverse = _mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(packed));
-      const int degenerate = _mm_movemask_ps(
-          _mm_cmple_ps(packed, _mm_set1_ps(kMinQuatSquaredNorm)));
-      __m128 r[4];
-      simd::SplatLanes(inverse, r);
+      const lanes::F4 packed = lanes::MoveLH(lanes::UnpackLo(n2[0], n2[1]),
+                                             lanes::UnpackLo(n2[2], n2[3]));
+      const lanes::F4 inverse = lanes::Splat(1.0f) / lanes::Sqrt(packed);
+      const int degenerate =
+          lanes::Bits(packed <= lanes::Splat(kMinQuatSquaredNorm));
+      lanes::F4 r[4];
+      lanes::BroadcastLanes(inverse, r);
       for (int k = 0; k < 4; ++k) {
         if ((degenerate >> k) & 1) {
           *q_[k] = *fallback_[k];
         } else {
-          _mm_storeu_ps(q_[k]->coeffs().data(), _mm_mul_ps(v[k], r[k]));
+          lanes::StoreU(q_[k]->coeffs().data(), v[k] * r[k]);
         }
       }
       count_ = 0;
@@ -214,41 +210,37 @@ class Vec3 {
   static Vec3 Zero() { return Vec3(); }
 
 #if defined(__SSE2__)
-  explicit Vec3(const Eigen::Vector3f& v) : v_(simd::LoadVector3(v)) {}
-  explicit Vec3(__m128 v) : v_(v) {}
-  __m128 m128() const { return v_; }
-  Eigen::Vector3f ToEigen() const { return simd::ToVector3(v_); }
+  explicit Vec3(const Eigen::Vector3f& v) : v_(lanes::LoadVector3(v)) {}
+  explicit Vec3(lanes::F4 v) : v_(v) {}
+  Eigen::Vector3f ToEigen() const { return lanes::ToVector3(v_); }
 
-  friend Vec3 operator+(Vec3 a, Vec3 b) { return Vec3(_mm_add_ps(a.v_, b.v_)); }
-  friend Vec3 operator-(Vec3 a, Vec3 b) { return Vec3(_mm_sub_ps(a.v_, b.v_)); }
+  friend Vec3 operator+(Vec3 a, Vec3 b) { return Vec3(a.v_ + b.v_); }
+  friend Vec3 operator-(Vec3 a, Vec3 b) { return Vec3(a.v_ - b.v_); }
   friend Vec3 operator-(Vec3 a) {
-    return Vec3(_mm_xor_ps(a.v_, _mm_set_ps(0.0f, -0.0f, -0.0f, -0.0f)));
+    return Vec3(lanes::Xor(a.v_, lanes::SetLanes(-0.0f, -0.0f, -0.0f, 0.0f)));
   }
-  friend Vec3 operator*(Vec3 a, float s) {
-    return Vec3(_mm_mul_ps(a.v_, _mm_set1_ps(s)));
-  }
+  friend Vec3 operator*(Vec3 a, float s) { return Vec3(a.v_ * lanes::Splat(s)); }
   friend Vec3 operator*(float s, Vec3 a) { return a * s; }
   friend Vec3 operator/(Vec3 a, float s) {
     // Lane 3 stays 0 (0 / s) for any non-zero s; callers never divide by 0.
-    return Vec3(_mm_div_ps(a.v_, _mm_set1_ps(s)));
+    return Vec3(a.v_ / lanes::Splat(s));
   }
-  float dot(Vec3 b) const { return _mm_cvtss_f32(simd::Dot3(v_, b.v_)); }
+  float dot(Vec3 b) const { return lanes::First(lanes::Dot3(v_, b.v_)); }
   float squaredNorm() const { return dot(*this); }
   // IEEE square root without std::sqrt's errno branch (a squared norm is
   // never negative): the same bits.
-  float norm() const { return _mm_cvtss_f32(_mm_sqrt_ss(simd::Dot3(v_, v_))); }
-  Vec3 cross(Vec3 b) const {
-    return Vec3(transform_internal::CrossRows(v_, b.v_));
+  float norm() const {
+    return lanes::First(lanes::SqrtFirst(lanes::Dot3(v_, v_)));
   }
-  Vec3 cwiseProduct(Vec3 b) const { return Vec3(_mm_mul_ps(v_, b.v_)); }
+  Vec3 cross(Vec3 b) const { return Vec3(lanes::CrossRows(v_, b.v_)); }
+  Vec3 cwiseProduct(Vec3 b) const { return Vec3(v_ * b.v_); }
   // Eigen's q * v for a unit quaternion q.
   friend Vec3 Rotate(const Eigen::Quaternionf& q, Vec3 v) {
-    return Vec3(
-        transform_internal::RotateRow(_mm_loadu_ps(q.coeffs().data()), v.v_));
+    return Vec3(lanes::RotateRow(lanes::LoadU(q.coeffs().data()), v.v_));
   }
 
  private:
-  __m128 v_ = _mm_setzero_ps();
+  lanes::F4 v_ = lanes::Zero();
 #else
   explicit Vec3(const Eigen::Vector3f& v) : v_(v) {}
   Eigen::Vector3f ToEigen() const { return v_; }

@@ -2,23 +2,20 @@
 // joint, and the composition rules every solver shares.
 //
 // Model-space transforms are kept in the same TRS form as local ones (as in
-// "Hands-on C++ Game Animation Programming", ch. 8 and the appendix of seed
-// 000): composing TRS values never produces shear, so a non-uniform scale on
-// a rotated parent is not propagated as a matrix would. Rigs in practice use
-// uniform scale; the trade buys exact round trips local -> model -> local and
-// cheap access to joint positions and rotations for IK.
+// "Hands-on C++ Game Animation Programming", ch. 8): composing TRS values never
+// produces shear, so a non-uniform scale on a rotated parent is not propagated
+// as a matrix would. Rigs in practice use uniform scale; the trade buys exact
+// round trips local -> model -> local and cheap access to joint positions and
+// rotations for IK.
 #ifndef POSEWIRE_SOLVER_CORE_MODEL_TRANSFORM_H_
 #define POSEWIRE_SOLVER_CORE_MODEL_TRANSFORM_H_
 
 #include <Eigen/Geometry>
 #include <cstddef>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "solver_core/model/internal/simd_lanes.h"
 
 namespace posewire {
 
@@ -56,9 +53,10 @@ struct Transform {
 namespace transform_internal {
 
 // Hamilton product p * q and the rotation of v by unit q, written out
-// component by component in the exact order the SSE kernel below evaluates
-// them, so that builds with and without SSE give the same bits. The rotation
-// is Eigen's form (v + w uv + q.vec x uv, uv = 2 q.vec x v).
+// component by component in the exact order the SSE kernels
+// (lanes::MultiplyRows, lanes::RotateRow) evaluate them, so that builds with
+// and without SSE give the same bits. The rotation is Eigen's form (v + w uv +
+// q.vec x uv, uv = 2 q.vec x v).
 inline Eigen::Quaternionf Multiply(const Eigen::Quaternionf& p,
                                    const Eigen::Quaternionf& q) {
   const float px = p.x(), py = p.y(), pz = p.z(), pw = p.w();
@@ -91,45 +89,6 @@ inline constexpr bool kRowLayout =
     sizeof(Transform) == 48 && alignof(Transform) == 16 &&
     offsetof(Transform, translation) == 0 &&
     offsetof(Transform, rotation) == 16 && offsetof(Transform, scale) == 32;
-
-// Lanes x, y, z of a row; the padding lane (which may hold anything,
-// including denormals that would slow the arithmetic down) zeroed.
-inline __m128 LoadRowXyz(const float* p) {
-  return _mm_and_ps(_mm_loadu_ps(p),
-                    _mm_castsi128_ps(_mm_set_epi32(0, -1, -1, -1)));
-}
-
-// a x b with the padding lanes zero in, zero out.
-inline __m128 CrossRows(__m128 a, __m128 b) {
-  const __m128 a_yzx = _mm_shuffle_ps(a, a, _MM_SHUFFLE(3, 0, 2, 1));
-  const __m128 b_yzx = _mm_shuffle_ps(b, b, _MM_SHUFFLE(3, 0, 2, 1));
-  // (a.x b.y - a.y b.x, a.y b.z - a.z b.y, a.z b.x - a.x b.z): z, x, y.
-  const __m128 c = _mm_sub_ps(_mm_mul_ps(a, b_yzx), _mm_mul_ps(a_yzx, b));
-  return _mm_shuffle_ps(c, c, _MM_SHUFFLE(3, 0, 2, 1));
-}
-
-inline __m128 MultiplyRows(__m128 p, __m128 q) {
-  const __m128 px = _mm_shuffle_ps(p, p, _MM_SHUFFLE(0, 0, 0, 0));
-  const __m128 py = _mm_shuffle_ps(p, p, _MM_SHUFFLE(1, 1, 1, 1));
-  const __m128 pz = _mm_shuffle_ps(p, p, _MM_SHUFFLE(2, 2, 2, 2));
-  const __m128 pw = _mm_shuffle_ps(p, p, _MM_SHUFFLE(3, 3, 3, 3));
-  // Lanes x, y, z, w of the terms in px, py, pz (see Multiply above).
-  const __m128 qb = _mm_xor_ps(_mm_shuffle_ps(q, q, _MM_SHUFFLE(0, 1, 2, 3)),
-                               _mm_set_ps(-0.0f, 0.0f, -0.0f, 0.0f));
-  const __m128 qc = _mm_xor_ps(_mm_shuffle_ps(q, q, _MM_SHUFFLE(1, 0, 3, 2)),
-                               _mm_set_ps(-0.0f, -0.0f, 0.0f, 0.0f));
-  const __m128 qd = _mm_xor_ps(_mm_shuffle_ps(q, q, _MM_SHUFFLE(2, 3, 0, 1)),
-                               _mm_set_ps(-0.0f, 0.0f, 0.0f, -0.0f));
-  return _mm_add_ps(_mm_add_ps(_mm_mul_ps(pw, q), _mm_mul_ps(px, qb)),
-                    _mm_add_ps(_mm_mul_ps(py, qc), _mm_mul_ps(pz, qd)));
-}
-
-inline __m128 RotateRow(__m128 q, __m128 v) {
-  __m128 uv = CrossRows(q, v);
-  uv = _mm_add_ps(uv, uv);
-  const __m128 w = _mm_shuffle_ps(q, q, _MM_SHUFFLE(3, 3, 3, 3));
-  return _mm_add_ps(_mm_add_ps(v, _mm_mul_ps(uv, w)), CrossRows(q, uv));
-}
 #endif
 
 }  // namespace transform_internal
@@ -142,20 +101,18 @@ inline void CombineTo(const Transform& parent, const Transform& child,
                       Transform* out) {
 #if defined(__SSE2__)
   if constexpr (transform_internal::kRowLayout) {
-    namespace ti = transform_internal;
     const float* p = reinterpret_cast<const float*>(&parent);
     const float* c = reinterpret_cast<const float*>(&child);
-    const __m128 ps = ti::LoadRowXyz(p + 8);
-    const __m128 pq = _mm_loadu_ps(p + 4);
-    const __m128 t =
-        _mm_add_ps(ti::LoadRowXyz(p),
-                   ti::RotateRow(pq, _mm_mul_ps(ps, ti::LoadRowXyz(c))));
-    const __m128 q = ti::MultiplyRows(pq, _mm_loadu_ps(c + 4));
-    const __m128 s = _mm_mul_ps(ps, ti::LoadRowXyz(c + 8));
+    const lanes::F4 ps = lanes::LoadXyz(p + 8);
+    const lanes::F4 pq = lanes::LoadU(p + 4);
+    const lanes::F4 t =
+        lanes::LoadXyz(p) + lanes::RotateRow(pq, ps * lanes::LoadXyz(c));
+    const lanes::F4 q = lanes::MultiplyRows(pq, lanes::LoadU(c + 4));
+    const lanes::F4 s = ps * lanes::LoadXyz(c + 8);
     float* o = reinterpret_cast<float*>(out);
-    _mm_storeu_ps(o, t);
-    _mm_storeu_ps(o + 4, q);
-    _mm_storeu_ps(o + 8, s);
+    lanes::StoreU(o, t);
+    lanes::StoreU(o + 4, q);
+    lanes::StoreU(o + 8, s);
     return;
   }
 #endif

@@ -9,6 +9,7 @@
 #include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "solver_core/model/internal/simd_lanes.h"
 #include "solver_core/model/quaternion_math.h"
 
 namespace posewire {
@@ -80,13 +81,9 @@ struct VectorOps {
     // a + (b - a) * s lane by lane, as the scalar form. Both 16-byte loads
     // stay inside the pair: a's row ends with b.x, b's row is loaded from
     // a.z on and shifted down.
-    const __m128 va = _mm_loadu_ps(a.data());
-    __m128 vb = _mm_loadu_ps(b.data() - 1);
-    vb = _mm_shuffle_ps(vb, vb, _MM_SHUFFLE(3, 3, 2, 1));
-    const __m128 r =
-        _mm_add_ps(va, _mm_mul_ps(_mm_sub_ps(vb, va), _mm_set1_ps(s)));
-    _mm_storel_pi(reinterpret_cast<__m64*>(out->data()), r);
-    _mm_store_ss(out->data() + 2, _mm_movehl_ps(r, r));
+    const lanes::F4 va = lanes::LoadU(a.data());
+    const lanes::F4 vb = lanes::Shuffle<1, 2, 3, 3>(lanes::LoadU(b.data() - 1));
+    lanes::StoreXyz(out->data(), va + (vb - va) * lanes::Splat(s));
 #else
     *out = a + (b - a) * s;
 #endif

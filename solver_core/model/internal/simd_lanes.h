@@ -24,8 +24,8 @@
 //   (x + z) + (y + w), as Eigen's SSE reduction and the scalar Dot4).
 // - Min and Max follow std::min / std::max exactly (which operand wins on
 //   ties, signed zeros and NaN), not the SSE instructions' argument order.
-// - Comparisons are the ordered IEEE ones (false on NaN); the eight-lane
-//   NotGe and NotLe, their negations (true on NaN), serve screens.
+// - Comparisons are the ordered IEEE ones (false on NaN), except NotGe and
+//   NotLe, which are their negations (true on NaN), for screens.
 // - A wider kernel gives the same bits as a narrower one: each lane performs
 //   the same operations in the same order whatever the width (eight-lane
 //   vaddps, vmulps, vdivps, vsqrtps round exactly as their SSE forms), and
@@ -346,11 +346,15 @@ inline void LoadColumns(const float* const rows[kWidth], F4 out[4]) {
 
 #if defined(__SSE2__)
 // ---------------------------------------------------------------------------
-// Rows (AoS): one transform row or quaternion per register.
+// Rows (AoS): one transform row, quaternion or 3-vector per register.
 
 inline F4 LoadU(const float* p) { return {_mm_loadu_ps(p)}; }
 inline void StoreU(float* p, F4 a) { _mm_storeu_ps(p, a.v); }
 inline F4 Zero() { return {_mm_setzero_ps()}; }
+// Lanes (x, y, z, w) as given.
+inline F4 SetLanes(float x, float y, float z, float w) {
+  return {_mm_setr_ps(x, y, z, w)};
+}
 // Lane 0.
 inline float First(F4 a) { return _mm_cvtss_f32(a.v); }
 // Bitwise operations on floats (sign flips, masking).
@@ -368,6 +372,9 @@ inline M4 XyzLanes() {
 // including denormals that would slow the arithmetic down).
 inline F4 KeepXyz(F4 a) { return And(a, XyzLanes()); }
 inline F4 LoadXyz(const float* p) { return KeepXyz(LoadU(p)); }
+// !(a >= b) and !(a <= b): true on NaN, for screens.
+inline M4 NotGe(F4 a, F4 b) { return {_mm_cmpnge_ps(a.v, b.v)}; }
+inline M4 NotLe(F4 a, F4 b) { return {_mm_cmpnle_ps(a.v, b.v)}; }
 // Lane k of the result is lane Ik of a.
 template <int I0, int I1, int I2, int I3>
 inline F4 Shuffle(F4 a) {
@@ -389,12 +396,23 @@ inline F4 UnpackHi(F4 a, F4 b) { return {_mm_unpackhi_ps(a.v, b.v)}; }
 // (a0, a1, b0, b1) and (b2, b3, a2, a3), as movlhps and movhlps.
 inline F4 MoveLH(F4 a, F4 b) { return {_mm_movelh_ps(a.v, b.v)}; }
 inline F4 MoveHL(F4 a, F4 b) { return {_mm_movehl_ps(a.v, b.v)}; }
+// Lane 0 of a + b, lanes 1..3 of a.
+inline F4 AddFirst(F4 a, F4 b) { return {_mm_add_ss(a.v, b.v)}; }
+inline F4 SqrtFirst(F4 a) { return {_mm_sqrt_ss(a.v)}; }
+
 // x x' + y y' + z z' + w w' in every lane, summed as (x x' + z z') +
 // (y y' + w w'), the order of the scalar Dot4 (quaternion_math.h).
 inline F4 Dot4(F4 a, F4 b) {
   const F4 m = a * b;
   const F4 s = m + Shuffle<2, 3, 0, 1>(m);
   return s + Shuffle<1, 0, 3, 2>(s);
+}
+// a.b of 3-vectors (lane 3 zero) in lane 0 (the other lanes hold partial
+// sums), summed as x + (y + z): the order of Eigen's dot() and
+// squaredNorm() on a Vector3f.
+inline F4 Dot3(F4 a, F4 b) {
+  const F4 m = a * b;
+  return AddFirst(m, AddFirst(Broadcast<1>(m), MoveHL(m, m)));
 }
 // Four dot products a[k] . b[k], one per lane, with Dot4's summation order
 // and so its bits: the products are transposed and added instead of summed
@@ -417,6 +435,25 @@ inline void BroadcastLanes(F4 v, F4 out[4]) {
   out[2] = Broadcast<2>(v);
   out[3] = Broadcast<3>(v);
 }
+// Reads exactly the 12 bytes of `v` (a 16-byte load could run past the end
+// of the object). x and y come in through _mm_loadl_epi64, whose pointer type
+// may alias the floats (_mm_load_sd would read them as a double, which the
+// optimiser may then move across stores to the vector).
+inline F4 LoadVector3(const Eigen::Vector3f& v) {
+  const __m128 xy = _mm_castsi128_ps(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(v.data())));
+  return {_mm_movelh_ps(xy, _mm_load_ss(v.data() + 2))};
+}
+// Writes exactly the 12 bytes of lanes x, y, z to p.
+inline void StoreXyz(float* p, F4 a) {
+  _mm_storel_pi(reinterpret_cast<__m64*>(p), a.v);
+  _mm_store_ss(p + 2, _mm_movehl_ps(a.v, a.v));
+}
+inline Eigen::Vector3f ToVector3(F4 v) {
+  alignas(16) float f[4];
+  _mm_store_ps(f, v.v);
+  return Eigen::Vector3f(f[0], f[1], f[2]);
+}
 // Lanes whose exponent bits are all ones: NaN or infinite.
 inline M4 NotFinite(F4 a) {
   const __m128i exponent = _mm_set1_epi32(0x7f800000);
@@ -424,9 +461,34 @@ inline M4 NotFinite(F4 a) {
       _mm_and_si128(_mm_castps_si128(a.v), exponent), exponent))};
 }
 
+// a x b of rows with the padding lanes zero in, zero out: Eigen's
+// component formulas (transform_internal::Cross).
+inline F4 CrossRows(F4 a, F4 b) {
+  const F4 a_yzx = Shuffle<1, 2, 0, 3>(a);
+  const F4 b_yzx = Shuffle<1, 2, 0, 3>(b);
+  // (a.x b.y - a.y b.x, a.y b.z - a.z b.y, a.z b.x - a.x b.z): z, x, y.
+  const F4 c = a * b_yzx - a_yzx * b;
+  return Shuffle<1, 2, 0, 3>(c);
+}
+// The Hamilton product p q of rows, in transform_internal::Multiply's order.
+inline F4 MultiplyRows(F4 p, F4 q) {
+  // Lanes x, y, z, w of the terms in px, py, pz (see Multiply).
+  const F4 qb = Xor(Shuffle<3, 2, 1, 0>(q), SetLanes(0.0f, -0.0f, 0.0f, -0.0f));
+  const F4 qc = Xor(Shuffle<2, 3, 0, 1>(q), SetLanes(0.0f, 0.0f, -0.0f, -0.0f));
+  const F4 qd = Xor(Shuffle<1, 0, 3, 2>(q), SetLanes(-0.0f, 0.0f, 0.0f, -0.0f));
+  return (Broadcast<3>(p) * q + Broadcast<0>(p) * qb) +
+         (Broadcast<1>(p) * qc + Broadcast<2>(p) * qd);
+}
+// v rotated by unit q (rows): transform_internal::Rotate's form.
+inline F4 RotateRow(F4 q, F4 v) {
+  F4 uv = CrossRows(q, v);
+  uv = uv + uv;
+  return (v + uv * Broadcast<3>(q)) + CrossRows(q, uv);
+}
 #endif  // __SSE2__
 
 }  // namespace lanes
+
 }  // namespace posewire
 
 #endif  // POSEWIRE_SOLVER_CORE_MODEL_INTERNAL_SIMD_LANES_H_

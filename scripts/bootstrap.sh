@@ -30,8 +30,10 @@ test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # the openssl command line: security tests make their own test CA
   openssl
-  # the Python client (clients/python) and its test
-  python3-grpcio python3-protobuf
+  # the Python client (clients/python), its tests (pytest) and pip-installing
+  # it offline (setuptools, wheel, pip on Debian's Python)
+  python3-grpcio python3-protobuf python3-pytest python3-setuptools
+  python3-wheel python3-pip
   # tests/deploy parses the Kubernetes and compose YAML
   python3-yaml
   # the Blender add-on's headless tests (tests/blender): Blender 3.4 on the

@@ -46,6 +46,22 @@ def sample(time, clip="bend"):
         sample=ops.ClipSample(clip=clip, time=time)))
 
 
+class MessagesTest(unittest.TestCase):
+    """posewire.msg: every message and enum of the three modules."""
+
+    def test_every_message_is_in_one_namespace(self):
+        self.assertIs(posewire.msg.Vec3, types.Vec3)
+        self.assertIs(posewire.msg.TwoBoneIkOp, ops.TwoBoneIkOp)
+        self.assertIs(posewire.msg.SolveRequest, pb.SolveRequest)
+        self.assertEqual(posewire.msg.BIPED_EFFECTOR_LEFT_HAND,
+                         ops.BIPED_EFFECTOR_LEFT_HAND)
+        for module in (types, ops, pb):
+            for name, descriptor in module.DESCRIPTOR.message_types_by_name.items():
+                self.assertEqual(
+                    getattr(posewire.msg, name).DESCRIPTOR.full_name,
+                    descriptor.full_name)
+
+
 class ClientTest(unittest.TestCase):
 
     def setUp(self):

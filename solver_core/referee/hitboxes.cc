@@ -1,0 +1,335 @@
+#include "solver_core/referee/hitboxes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "solver_core/model/pose.h"
+
+namespace posewire {
+namespace {
+
+// A hitbox placed in model space: its centre, its frame's rotation and (for
+// a capsule) its unit axis.
+struct PlacedHitbox {
+  Eigen::Vector3f center;
+  Eigen::Quaternionf rotation;
+  Eigen::Vector3f axis;  // the frame's Y axis
+};
+
+PlacedHitbox Place(const Transform& joint_model, const Hitbox& hitbox) {
+  Transform offset;
+  offset.translation = hitbox.offset_translation;
+  offset.rotation = hitbox.offset_rotation;
+  const Transform frame = Combine(joint_model, offset);
+  return {.center = frame.translation,
+          .rotation = frame.rotation,
+          .axis = frame.rotation * Eigen::Vector3f::UnitY()};
+}
+
+// The point of segment [center - axis h, center + axis h] nearest to p.
+Eigen::Vector3f NearestOnSegment(const Eigen::Vector3f& center,
+                                 const Eigen::Vector3f& axis, float h,
+                                 const Eigen::Vector3f& p) {
+  const float s = std::clamp((p - center).dot(axis), -h, h);
+  return center + axis * s;
+}
+
+// One shape's first entry along the ray: t (>= 0) and the outward normal.
+struct Entry {
+  bool hit = false;
+  float t = 0.0f;
+  Eigen::Vector3f normal = Eigen::Vector3f::Zero();
+};
+
+// The ray (o, unit d) and the sphere (c, r); the origin is outside it.
+Entry EnterSphere(const Eigen::Vector3f& o, const Eigen::Vector3f& d,
+                  const Eigen::Vector3f& c, float r) {
+  const Eigen::Vector3f m = o - c;
+  const float b = m.dot(d);
+  if (b > 0.0f) return {};  // moving away from it
+  // r^2 less the squared distance from the centre to the line, rather than
+  // b^2 - (|m|^2 - r^2), which cancels badly far from the sphere (Haines et
+  // al., "Precision Improvements for Ray/Sphere Intersection").
+  const float disc = r * r - (m - d * b).squaredNorm();
+  if (disc < 0.0f) return {};
+  const float t = std::max(-b - std::sqrt(disc), 0.0f);
+  return {.hit = true, .t = t, .normal = (m + d * t).normalized()};
+}
+
+Entry EnterCapsule(const Eigen::Vector3f& o, const Eigen::Vector3f& d,
+                   const PlacedHitbox& p, const Hitbox& h) {
+  const float r = h.radius;
+  Entry best;
+  // The lateral surface of the cylinder around the segment: the ray and
+  // the offset from the centre with their axial parts removed.
+  const Eigen::Vector3f m = o - p.center;
+  const Eigen::Vector3f m_radial = m - p.axis * m.dot(p.axis);
+  const Eigen::Vector3f d_radial = d - p.axis * d.dot(p.axis);
+  const float a = d_radial.squaredNorm();
+  if (a > 0.0f) {
+    // As for the sphere, in the plane across the axis: the closest
+    // approach t0 and the radial distance there.
+    const float t0 = -m_radial.dot(d_radial) / a;
+    const float disc = (r * r - (m_radial + d_radial * t0).squaredNorm()) / a;
+    if (disc >= 0.0f) {
+      const float t = t0 - std::sqrt(disc);
+      if (t >= 0.0f && std::abs((m + d * t).dot(p.axis)) <= h.half_height) {
+        best = {.hit = true,
+                .t = t,
+                .normal = (m_radial + d_radial * t).normalized()};
+      }
+    }
+  }
+  // The end spheres (the cylinder's entry, when it has one within the
+  // segment, is never later than theirs there: the first of the three is
+  // the capsule's).
+  for (const float end : {-h.half_height, h.half_height}) {
+    const Entry e = EnterSphere(o, d, p.center + p.axis * end, r);
+    if (e.hit && (!best.hit || e.t < best.t)) best = e;
+  }
+  return best;
+}
+
+Entry EnterBox(const Eigen::Vector3f& o, const Eigen::Vector3f& d,
+               const PlacedHitbox& p, const Hitbox& h) {
+  const Eigen::Quaternionf to_local = p.rotation.conjugate();
+  const Eigen::Vector3f lo = to_local * (o - p.center);
+  const Eigen::Vector3f ld = to_local * d;
+  float t_enter = 0.0f;
+  float t_exit = std::numeric_limits<float>::infinity();
+  int axis = -1;
+  for (int i = 0; i < 3; ++i) {
+    const float e = h.half_extents[i];
+    if (ld[i] == 0.0f) {
+      if (std::abs(lo[i]) > e) return {};  // parallel, outside this slab
+      continue;
+    }
+    float near_t = (-e - lo[i]) / ld[i];
+    float far_t = (e - lo[i]) / ld[i];
+    if (near_t > far_t) std::swap(near_t, far_t);
+    if (near_t > t_enter) {
+      t_enter = near_t;
+      axis = i;
+    }
+    t_exit = std::min(t_exit, far_t);
+    if (t_enter > t_exit) return {};
+  }
+  if (axis < 0) return {.hit = true, .t = 0.0f, .normal = -d};  // on it
+  Eigen::Vector3f local_normal = Eigen::Vector3f::Zero();
+  local_normal[axis] = ld[axis] > 0.0f ? -1.0f : 1.0f;
+  return {.hit = true, .t = t_enter, .normal = p.rotation * local_normal};
+}
+
+bool Inside(const Eigen::Vector3f& q, const PlacedHitbox& p, const Hitbox& h) {
+  switch (h.shape) {
+    case HitboxShape::kSphere:
+      return (q - p.center).squaredNorm() <= h.radius * h.radius;
+    case HitboxShape::kCapsule:
+      return (q - NearestOnSegment(p.center, p.axis, h.half_height, q))
+                 .squaredNorm() <= h.radius * h.radius;
+    case HitboxShape::kBox: {
+      const Eigen::Vector3f l = p.rotation.conjugate() * (q - p.center);
+      return std::abs(l.x()) <= h.half_extents.x() &&
+             std::abs(l.y()) <= h.half_extents.y() &&
+             std::abs(l.z()) <= h.half_extents.z();
+    }
+  }
+  return false;
+}
+
+// Squared distance from q to the hitbox (0 inside).
+float SquaredDistance(const Eigen::Vector3f& q, const PlacedHitbox& p,
+                      const Hitbox& h) {
+  switch (h.shape) {
+    case HitboxShape::kSphere: {
+      const float out = std::max((q - p.center).norm() - h.radius, 0.0f);
+      return out * out;
+    }
+    case HitboxShape::kCapsule: {
+      const float out = std::max(
+          (q - NearestOnSegment(p.center, p.axis, h.half_height, q)).norm() -
+              h.radius,
+          0.0f);
+      return out * out;
+    }
+    case HitboxShape::kBox: {
+      const Eigen::Vector3f l = p.rotation.conjugate() * (q - p.center);
+      const Eigen::Vector3f clamped =
+          l.cwiseMax(-h.half_extents).cwiseMin(h.half_extents);
+      return (l - clamped).squaredNorm();
+    }
+  }
+  return 0.0f;
+}
+
+bool Finite(const Eigen::Vector3f& v) { return v.allFinite(); }
+
+// The skeleton is set and the model pose has one valid transform per joint.
+absl::Status CheckModelPose(const Skeleton* skeleton,
+                            absl::Span<const Transform> model_pose,
+                            absl::string_view job) {
+  if (skeleton == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(job, ".skeleton: null"));
+  }
+  return CheckPose(*skeleton, model_pose, absl::StrCat(job, ".model_pose"));
+}
+
+}  // namespace
+
+absl::Status ValidateHitboxes(const Skeleton& skeleton,
+                              absl::Span<const Hitbox> hitboxes,
+                              absl::string_view field) {
+  for (size_t i = 0; i < hitboxes.size(); ++i) {
+    const Hitbox& h = hitboxes[i];
+    const std::string where = absl::StrCat(field, "[", i, "]");
+    if (h.joint < 0 || h.joint >= skeleton.num_joints()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".joint: ", h.joint, " is not a joint of this ",
+                       skeleton.num_joints(), "-joint skeleton"));
+    }
+    const std::string joint =
+        absl::StrCat(" (joint '", skeleton.joint_name(h.joint), "')");
+    if (!Finite(h.offset_translation)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".offset_translation: not finite", joint));
+    }
+    const float n = h.offset_rotation.norm();
+    if (!(std::abs(n - 1.0f) <= kUnitQuaternionTolerance)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".offset_rotation: norm ", n, " is not 1",
+                       joint));
+    }
+    switch (h.shape) {
+      case HitboxShape::kSphere:
+      case HitboxShape::kCapsule:
+        if (!(std::isfinite(h.radius) && h.radius > 0.0f)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, ".radius: ", h.radius, " must be finite and > 0", joint));
+        }
+        if (h.shape == HitboxShape::kCapsule &&
+            !(std::isfinite(h.half_height) && h.half_height >= 0.0f)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, ".half_height: ", h.half_height,
+                           " must be finite and >= 0", joint));
+        }
+        break;
+      case HitboxShape::kBox:
+        if (!(Finite(h.half_extents) && h.half_extents.minCoeff() > 0.0f)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, ".half_extents: (", h.half_extents.x(), ", ",
+              h.half_extents.y(), ", ", h.half_extents.z(),
+              ") must be finite and > 0", joint));
+        }
+        break;
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ".shape: unknown", joint));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RayCastJob::Validate() const {
+  if (absl::Status s = CheckModelPose(skeleton, model_pose, "ray_cast"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ValidateHitboxes(*skeleton, hitboxes, "ray_cast.hitboxes");
+      !s.ok()) {
+    return s;
+  }
+  if (hit == nullptr) {
+    return absl::InvalidArgumentError("ray_cast.hit: null");
+  }
+  if (!Finite(origin)) {
+    return absl::InvalidArgumentError("ray_cast.origin: not finite");
+  }
+  const float length = direction.norm();
+  if (!(std::isfinite(length) && length > 0.0f)) {
+    return absl::InvalidArgumentError(
+        "ray_cast.direction: must be finite and of non-zero length");
+  }
+  if (!(max_distance > 0.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ray_cast.max_distance: ", max_distance, " must be > 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RayCastJob::Run() const {
+  if (absl::Status s = Validate(); !s.ok()) return s;
+  const Eigen::Vector3f d = direction / direction.norm();
+  RayHit best;
+  for (size_t i = 0; i < hitboxes.size(); ++i) {
+    const Hitbox& h = hitboxes[i];
+    const PlacedHitbox p = Place(model_pose[h.joint], h);
+    Entry e;
+    if (Inside(origin, p, h)) {
+      e = {.hit = true, .t = 0.0f, .normal = -d};
+    } else {
+      switch (h.shape) {
+        case HitboxShape::kSphere:
+          e = EnterSphere(origin, d, p.center, h.radius);
+          break;
+        case HitboxShape::kCapsule:
+          e = EnterCapsule(origin, d, p, h);
+          break;
+        case HitboxShape::kBox:
+          e = EnterBox(origin, d, p, h);
+          break;
+      }
+    }
+    if (!e.hit || e.t > max_distance) continue;
+    if (best.hitbox < 0 || e.t < best.distance) {
+      best.hitbox = static_cast<int>(i);
+      best.joint = h.joint;
+      best.distance = e.t;
+      best.point = origin + d * e.t;
+      best.normal = e.normal;
+    }
+  }
+  *hit = best;
+  return absl::OkStatus();
+}
+
+absl::Status SphereOverlapJob::Validate() const {
+  if (absl::Status s = CheckModelPose(skeleton, model_pose, "sphere_overlap");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ValidateHitboxes(*skeleton, hitboxes, "sphere_overlap.hitboxes");
+      !s.ok()) {
+    return s;
+  }
+  if (overlapped == nullptr) {
+    return absl::InvalidArgumentError("sphere_overlap.overlapped: null");
+  }
+  if (!Finite(center)) {
+    return absl::InvalidArgumentError("sphere_overlap.center: not finite");
+  }
+  if (!(std::isfinite(radius) && radius >= 0.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sphere_overlap.radius: ", radius, " must be finite and >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SphereOverlapJob::Run() const {
+  if (absl::Status s = Validate(); !s.ok()) return s;
+  overlapped->clear();
+  for (size_t i = 0; i < hitboxes.size(); ++i) {
+    const Hitbox& h = hitboxes[i];
+    const PlacedHitbox p = Place(model_pose[h.joint], h);
+    if (SquaredDistance(center, p, h) <= radius * radius) {
+      overlapped->push_back(static_cast<int>(i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace posewire

@@ -91,16 +91,14 @@ inline bool ParametersLookFinite(const AimIkJob& job) {
   // lanes at a time.
   using lanes::F4;
   auto nan_if_not_finite = [](F4 v) { return v - v; };
-  const F4 vectors =
-      (nan_if_not_finite(lanes::LoadVector3(job.target)) +
-       nan_if_not_finite(lanes::LoadVector3(job.pole_vector))) +
-      (nan_if_not_finite(lanes::LoadVector3(job.forward)) +
-       nan_if_not_finite(lanes::LoadVector3(job.up)));
+  const F4 vectors = (nan_if_not_finite(lanes::LoadVector3(job.target)) +
+                      nan_if_not_finite(lanes::LoadVector3(job.pole_vector))) +
+                     (nan_if_not_finite(lanes::LoadVector3(job.forward)) +
+                      nan_if_not_finite(lanes::LoadVector3(job.up)));
   const F4 finite =
       (vectors + nan_if_not_finite(lanes::LoadVector3(job.offset))) +
       nan_if_not_finite(lanes::SetLanes(job.twist_angle, job.weight,
-                                        job.clamp_weight,
-                                        job.reach_tolerance));
+                                        job.clamp_weight, job.reach_tolerance));
   return lanes::Bits(finite == lanes::Zero()) == 0xF;
 #else
   const float finite =

@@ -231,12 +231,11 @@ inline bool ParametersLookFinite(const TwoBoneIkJob& job) {
   F4 finite = (nan_if_not_finite(lanes::LoadVector3(job.target)) +
                nan_if_not_finite(lanes::LoadVector3(job.pole_vector))) +
               (nan_if_not_finite(mid_axis) +
-               nan_if_not_finite(lanes::SetLanes(
-                   job.twist_angle, job.weight, job.end_rotation_weight,
-                   job.max_stretch)));
-  finite = lanes::AddFirst(
-      finite, nan_if_not_finite(lanes::SetLanes(job.reach_tolerance, 0.0f,
-                                                0.0f, 0.0f)));
+               nan_if_not_finite(lanes::SetLanes(job.twist_angle, job.weight,
+                                                 job.end_rotation_weight,
+                                                 job.max_stretch)));
+  finite = lanes::AddFirst(finite, nan_if_not_finite(lanes::SetLanes(
+                                       job.reach_tolerance, 0.0f, 0.0f, 0.0f)));
   if (job.bend_goal.has_value()) {
     finite = finite + nan_if_not_finite(lanes::LoadVector3(*job.bend_goal));
   }

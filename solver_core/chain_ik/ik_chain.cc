@@ -46,8 +46,8 @@ namespace {
 // computes a - (b + c); the two differ in the sign of an exactly zero w. Here
 // the w lane of the second half is summed unnegated and negated after.)
 lanes::F4 MultiplyRowsAsScalar(lanes::F4 p, lanes::F4 q) {
-  using lanes::Shuffle;
   using lanes::SetLanes;
+  using lanes::Shuffle;
   using lanes::Xor;
   // Lanes x, y, z, w: (w, -z, y, -x), (z, w, -x, y), (-y, x, w, z).
   const lanes::F4 qb =

@@ -219,7 +219,9 @@ class Vec3 {
   friend Vec3 operator-(Vec3 a) {
     return Vec3(lanes::Xor(a.v_, lanes::SetLanes(-0.0f, -0.0f, -0.0f, 0.0f)));
   }
-  friend Vec3 operator*(Vec3 a, float s) { return Vec3(a.v_ * lanes::Splat(s)); }
+  friend Vec3 operator*(Vec3 a, float s) {
+    return Vec3(a.v_ * lanes::Splat(s));
+  }
   friend Vec3 operator*(float s, Vec3 a) { return a * s; }
   friend Vec3 operator/(Vec3 a, float s) {
     // Lane 3 stays 0 (0 / s) for any non-zero s; callers never divide by 0.

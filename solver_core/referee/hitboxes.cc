@@ -199,9 +199,8 @@ absl::Status ValidateHitboxes(const Skeleton& skeleton,
     }
     const float n = h.offset_rotation.norm();
     if (!(std::abs(n - 1.0f) <= kUnitQuaternionTolerance)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ".offset_rotation: norm ", n, " is not 1",
-                       joint));
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ".offset_rotation: norm ", n, " is not 1", joint));
     }
     switch (h.shape) {
       case HitboxShape::kSphere:
@@ -219,10 +218,10 @@ absl::Status ValidateHitboxes(const Skeleton& skeleton,
         break;
       case HitboxShape::kBox:
         if (!(Finite(h.half_extents) && h.half_extents.minCoeff() > 0.0f)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              where, ".half_extents: (", h.half_extents.x(), ", ",
-              h.half_extents.y(), ", ", h.half_extents.z(),
-              ") must be finite and > 0", joint));
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, ".half_extents: (", h.half_extents.x(), ", ",
+                           h.half_extents.y(), ", ", h.half_extents.z(),
+                           ") must be finite and > 0", joint));
         }
         break;
       default:
@@ -234,7 +233,8 @@ absl::Status ValidateHitboxes(const Skeleton& skeleton,
 }
 
 absl::Status RayCastJob::Validate() const {
-  if (absl::Status s = CheckModelPose(skeleton, model_pose, "ray_cast"); !s.ok()) {
+  if (absl::Status s = CheckModelPose(skeleton, model_pose, "ray_cast");
+      !s.ok()) {
     return s;
   }
   if (absl::Status s =
@@ -254,8 +254,8 @@ absl::Status RayCastJob::Validate() const {
         "ray_cast.direction: must be finite and of non-zero length");
   }
   if (!(max_distance > 0.0f)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ray_cast.max_distance: ", max_distance, " must be > 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ray_cast.max_distance: ", max_distance, " must be > 0"));
   }
   return absl::OkStatus();
 }

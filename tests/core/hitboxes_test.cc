@@ -130,9 +130,8 @@ Skeleton TwoJoints() {
 std::vector<Transform> ModelPose(const Skeleton& skeleton,
                                  absl::Span<const Transform> local) {
   std::vector<Transform> model(skeleton.num_joints());
-  const LocalToModelJob job{.skeleton = &skeleton,
-                            .input = local,
-                            .output = absl::MakeSpan(model)};
+  const LocalToModelJob job{
+      .skeleton = &skeleton, .input = local, .output = absl::MakeSpan(model)};
   EXPECT_TRUE(job.Run().ok());
   return model;
 }
@@ -156,8 +155,8 @@ Hitbox MakeHitbox(HitboxShape shape, int joint) {
 // hitbox's surface through that point, the normal within 1e-3 of the
 // distance function's gradient. Returns how many hit.
 int CompareRays(const Skeleton& skeleton, const std::vector<Transform>& model,
-                const std::vector<Hitbox>& boxes, const Vec& aim,
-                double spread, int rays, uint32_t seed) {
+                const std::vector<Hitbox>& boxes, const Vec& aim, double spread,
+                int rays, uint32_t seed) {
   std::vector<RefFrame> frames;
   for (const Hitbox& h : boxes) frames.push_back(Frame(model[h.joint], h));
   std::mt19937 rng(seed);
@@ -191,9 +190,9 @@ int CompareRays(const Skeleton& skeleton, const std::vector<Transform>& model,
     // The hitbox: the reference's, or one whose surface passes through the
     // same point (overlapping capsules at a joint enter together).
     if (got.hitbox != want.hitbox) {
-      EXPECT_LT(std::abs(Sdf(o + d * want.t, frames[got.hitbox],
-                             boxes[got.hitbox])),
-                tolerance)
+      EXPECT_LT(
+          std::abs(Sdf(o + d * want.t, frames[got.hitbox], boxes[got.hitbox])),
+          tolerance)
           << "ray " << r << ": hitbox " << got.hitbox << ", reference "
           << want.hitbox;
     }
@@ -238,8 +237,8 @@ TEST(Hitboxes, RaysMatchTheReferenceForEachShape) {
 // 15 capsules on the CMU walk's limbs, spine and head, at a frame of the
 // walk: the nearest of many hitboxes, against the reference.
 TEST(Hitboxes, RaysAtTheWalkMatchTheReference) {
-  auto asset = ReadBvhFile(std::string(POSEWIRE_TEST_DATA_DIR) +
-                           "/cmu_131_01_walk.bvh");
+  auto asset =
+      ReadBvhFile(std::string(POSEWIRE_TEST_DATA_DIR) + "/cmu_131_01_walk.bvh");
   ASSERT_TRUE(asset.ok()) << asset.status();
   const Skeleton& skeleton = asset->skeleton;
   std::vector<Transform> local(skeleton.num_joints());
@@ -252,13 +251,20 @@ TEST(Hitboxes, RaysAtTheWalkMatchTheReference) {
   // A capsule along each bone, from the joint to its child.
   std::vector<Hitbox> boxes;
   const std::pair<const char*, const char*> bones[] = {
-      {"LeftHip", "LeftKnee"},         {"LeftKnee", "LeftAnkle"},
-      {"RightHip", "RightKnee"},       {"RightKnee", "RightAnkle"},
-      {"LeftShoulder", "LeftElbow"},   {"LeftElbow", "LeftWrist"},
-      {"RightShoulder", "RightElbow"}, {"RightElbow", "RightWrist"},
-      {"Hips", "lowerback"},           {"lowerback", "Chest"},
-      {"Chest", "Chest2"},             {"Chest2", "lowerneck"},
-      {"Neck", "Head"},                {"LeftCollar", "LeftShoulder"},
+      {"LeftHip", "LeftKnee"},
+      {"LeftKnee", "LeftAnkle"},
+      {"RightHip", "RightKnee"},
+      {"RightKnee", "RightAnkle"},
+      {"LeftShoulder", "LeftElbow"},
+      {"LeftElbow", "LeftWrist"},
+      {"RightShoulder", "RightElbow"},
+      {"RightElbow", "RightWrist"},
+      {"Hips", "lowerback"},
+      {"lowerback", "Chest"},
+      {"Chest", "Chest2"},
+      {"Chest2", "lowerneck"},
+      {"Neck", "Head"},
+      {"LeftCollar", "LeftShoulder"},
       {"RightCollar", "RightShoulder"}};
   for (const auto& [from, to] : bones) {
     const int a = skeleton.FindJoint(from);

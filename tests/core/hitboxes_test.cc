@@ -164,8 +164,14 @@ int CompareRays(const Skeleton& skeleton, const std::vector<Transform>& model,
   int hits = 0;
   int compared = 0;
   for (int r = 0; r < rays; ++r) {
-    const Vec from = aim + RandomUnit(rng) * (spread * (2 + 2 * u(rng)));
-    const Vec toward = aim + RandomUnit(rng) * (spread * u(rng));
+    // One draw per statement: the order of a call's operands is the
+    // compiler's, and the rays must be the same under GCC and clang.
+    const Vec from_dir = RandomUnit(rng);
+    const double from_scale = spread * (2 + 2 * u(rng));
+    const Vec toward_dir = RandomUnit(rng);
+    const double toward_scale = spread * u(rng);
+    const Vec from = aim + from_dir * from_scale;
+    const Vec toward = aim + toward_dir * toward_scale;
     const Eigen::Vector3f origin = from.cast<float>();
     const Eigen::Vector3f direction = (toward - from).cast<float>();
     // The reference follows the float ray exactly.
@@ -209,6 +215,9 @@ int CompareRays(const Skeleton& skeleton, const std::vector<Transform>& model,
       grad[k] = Sdf(p + e, frames[got.hitbox], boxes[got.hitbox]) -
                 Sdf(p - e, frames[got.hitbox], boxes[got.hitbox]);
     }
+    // On a box's edge or corner the normal is any blend of the faces'; the
+    // distance function's gradient there is shorter than 1, and is skipped.
+    if (grad.norm() / 2e-6 < 0.999) continue;
     EXPECT_LT((got.normal.cast<double>() - grad.normalized()).norm(), 1e-3)
         << "ray " << r << " normal " << got.normal.transpose() << " want "
         << grad.normalized().transpose();

@@ -168,14 +168,21 @@ float SquaredDistance(const Eigen::Vector3f& q, const PlacedHitbox& p,
 
 bool Finite(const Eigen::Vector3f& v) { return v.allFinite(); }
 
-// The skeleton is set and the model pose has one valid transform per joint.
-absl::Status CheckModelPose(const Skeleton* skeleton,
-                            absl::Span<const Transform> model_pose,
-                            absl::string_view job) {
+// What both queries check first: the skeleton is set, the model pose has
+// one valid transform per joint, and the hitboxes are valid for it.
+absl::Status CheckScene(const Skeleton* skeleton,
+                        absl::Span<const Hitbox> hitboxes,
+                        absl::Span<const Transform> model_pose,
+                        absl::string_view job) {
   if (skeleton == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(job, ".skeleton: null"));
   }
-  return CheckPose(*skeleton, model_pose, absl::StrCat(job, ".model_pose"));
+  if (absl::Status s =
+          CheckPose(*skeleton, model_pose, absl::StrCat(job, ".model_pose"));
+      !s.ok()) {
+    return s;
+  }
+  return ValidateHitboxes(*skeleton, hitboxes, absl::StrCat(job, ".hitboxes"));
 }
 
 }  // namespace
@@ -233,12 +240,7 @@ absl::Status ValidateHitboxes(const Skeleton& skeleton,
 }
 
 absl::Status RayCastJob::Validate() const {
-  if (absl::Status s = CheckModelPose(skeleton, model_pose, "ray_cast");
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s =
-          ValidateHitboxes(*skeleton, hitboxes, "ray_cast.hitboxes");
+  if (absl::Status s = CheckScene(skeleton, hitboxes, model_pose, "ray_cast");
       !s.ok()) {
     return s;
   }
@@ -297,12 +299,8 @@ absl::Status RayCastJob::Run() const {
 }
 
 absl::Status SphereOverlapJob::Validate() const {
-  if (absl::Status s = CheckModelPose(skeleton, model_pose, "sphere_overlap");
-      !s.ok()) {
-    return s;
-  }
   if (absl::Status s =
-          ValidateHitboxes(*skeleton, hitboxes, "sphere_overlap.hitboxes");
+          CheckScene(skeleton, hitboxes, model_pose, "sphere_overlap");
       !s.ok()) {
     return s;
   }

@@ -117,6 +117,8 @@ struct SessionSetup {
   std::unique_ptr<server::Session> session;
   std::vector<v1::SessionRequest> frames;
   uint64_t sequence = 0;  // the last frame's
+  // Frames carry a game time (Frame.time), so each is kept for rewinds.
+  bool timed = false;
 };
 
 v1::Operation ParseOp(const std::string& text) {
@@ -173,6 +175,10 @@ void RunSession(benchmark::State& state, SessionSetup& setup) {
         google::protobuf::Arena::CreateMessage<v1::SessionResponse>(&arena);
     v1::SessionRequest& frame = setup.frames[i];
     frame.mutable_frame()->set_sequence(++setup.sequence);
+    if (setup.timed) {
+      frame.mutable_frame()->set_time(static_cast<double>(setup.sequence) /
+                                      60.0);
+    }
     setup.session->Handle(frame, response);
     benchmark::DoNotOptimize(response);
     ok = ok && response->frame().status().code() == 0 &&
@@ -291,23 +297,36 @@ const std::vector<v1::Operation>& LimbsAndSpringOps() {
   return *ops;
 }
 
+SessionSetup* LimbsAndSpringSession(bool timed) {
+  auto* s = new SessionSetup;
+  s->timed = timed;
+  MakeSession(*s, LimbsAndSpringOps(),
+              [](const Case& c, v1::CharacterFrame* character) {
+                v1::OpUpdate* leg = character->add_op_updates();
+                leg->set_op(0);
+                *leg->mutable_target() = ToVec3(c.left_foot);
+                v1::OpUpdate* arm = character->add_op_updates();
+                arm->set_op(1);
+                *arm->mutable_target() = ToVec3(c.right_hand);
+              });
+  return s;
+}
+
 void BM_SessionRig_TwoBoneCcdSpring_Session(benchmark::State& state) {
-  static SessionSetup* setup = [] {
-    auto* s = new SessionSetup;
-    MakeSession(*s, LimbsAndSpringOps(),
-                [](const Case& c, v1::CharacterFrame* character) {
-                  v1::OpUpdate* leg = character->add_op_updates();
-                  leg->set_op(0);
-                  *leg->mutable_target() = ToVec3(c.left_foot);
-                  v1::OpUpdate* arm = character->add_op_updates();
-                  arm->set_op(1);
-                  *arm->mutable_target() = ToVec3(c.right_hand);
-                });
-    return s;
-  }();
+  static SessionSetup* setup = LimbsAndSpringSession(/*timed=*/false);
   RunSession(state, *setup);
 }
 BENCHMARK(BM_SessionRig_TwoBoneCcdSpring_Session)
+    ->Unit(benchmark::kMicrosecond);
+
+// The same with a game time on every frame, so that each character's model
+// pose is kept for rewind queries (the default --history_frames): what the
+// history costs a frame.
+void BM_SessionRig_TwoBoneCcdSpring_SessionTimed(benchmark::State& state) {
+  static SessionSetup* setup = LimbsAndSpringSession(/*timed=*/true);
+  RunSession(state, *setup);
+}
+BENCHMARK(BM_SessionRig_TwoBoneCcdSpring_SessionTimed)
     ->Unit(benchmark::kMicrosecond);
 
 void BM_SessionRig_TwoBoneCcdSpring_Jobs(benchmark::State& state) {

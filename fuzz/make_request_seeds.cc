@@ -90,6 +90,17 @@ const std::vector<std::pair<std::string, std::string>>& OpSeeds() {
                      bone: "Chest" radius: 3 }
          colliders { shape: SHAPE_PLANE attachment: ATTACHMENT_WORLD }
          state_key: "arm" })"},
+      {"look_at", R"(look_at {
+         spine: ["Chest", "Chest2", "Neck"] head: "Head"
+         target { x: 10 y: 20 z: 40 } body_weight: 0.7
+         clamp_weight: 0.4 clamp_smoothing: 1 })"},
+      {"ground", R"(ground {
+         pelvis: "Hips"
+         legs { hip: "LeftHip" knee: "LeftKnee" ankle: "LeftAnkle"
+                toe: "LeftToe" }
+         legs { hip: "RightHip" knee: "RightKnee" ankle: "RightAnkle" }
+         samples { hit: true point { y: 1 } normal { x: 0.2 y: 1 } }
+         samples { hit: false } max_tilt: 0.5 })"},
   };
   return *ops;
 }

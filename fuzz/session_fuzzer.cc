@@ -56,6 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                            "' model_pose"));
         }
       }
+    } else if (request.has_query()) {
+      if (!response.has_query()) __builtin_trap();
     } else if (!response.has_registered()) {
       __builtin_trap();  // everything else is answered by a Registered
     }

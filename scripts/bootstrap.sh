@@ -6,7 +6,8 @@
 #   serve   build and run the server and the clients (scripts/run.sh)
 #   test    serve, plus what the whole suite needs (scripts/test.sh,
 #           scripts/sanitize.sh): GoogleTest, Google Benchmark, the Python
-#           client's and the Blender add-on's packages, clang-format
+#           client's and the Blender add-on's packages, pybind11,
+#           clang-format and clang-tidy
 #   fuzz    serve, plus clang and libFuzzer (scripts/fuzz.sh)
 # The deployment test (scripts/test-deploy.sh) installs its own (Docker,
 # compose, debootstrap).
@@ -34,14 +35,17 @@ test_packages=(
   # it offline (setuptools, wheel, pip on Debian's Python)
   python3-grpcio python3-protobuf python3-pytest python3-setuptools
   python3-wheel python3-pip
+  # the in-process solver core for Python (posewire._core, pybind11)
+  pybind11-dev python3-dev
   # tests/deploy parses the Kubernetes and compose YAML
   python3-yaml
   # the Blender add-on's headless tests (tests/blender): Blender 3.4 on the
   # system Python; ~630 MB and ~75 s without recommends; its glTF importer
   # needs numpy, which is only a recommendation
   blender python3-numpy
-  # the formatting check (scripts/check_format.sh)
-  clang-format-14
+  # the formatting and lint checks (scripts/check_format.sh,
+  # scripts/check_tidy.sh)
+  clang-format-14 clang-tidy-14
   # the latency plot (bench/load/plot_latency.sh, checked by e2e_load_smoke)
   gnuplot-nox
 )

@@ -46,6 +46,8 @@ LAYERS = {
     # directly (never the transport's reactors).
     "clients/load/": CLIENT + ["clients/load/", "server/service/",
                                "server/ops/"],
+    # posewire._core runs the service logic in a Python process.
+    "clients/python/": WIRE + ["server/service/", "server/ops/"],
 }
 OWN = ("solver_core/", "server/", "clients/", "proto/", "posewire/",
        "tests/", "bench/", "fuzz/")

@@ -12,13 +12,19 @@
 #              pool of 4 connections (50 streams each; gRPC's performance
 #              guide: spread many long-lived streams over a channel pool)
 # batch_1ch, interactive_1ch: the same over one connection
+# interactive_capacity: the interactive layout, each target's highest rate
+#              per stream holding p99 <= P99_MS (default 1) ms
+#              (--capacity_search, windows of SEARCH_WINDOW seconds, default 2)
 # unary:       one-shot Solve calls, 1 character, open loop
 # nginx:       batch through nginx (deploy/nginx/posewire.conf, grpc_pass;
 #              needs Debian's nginx: apt-get install --no-install-recommends nginx)
 #              in front of two servers with 1 solver thread each
 # Every posewire-load run also runs the identical work in process (on as
 # many threads as the server has solver threads, same duration) and reports
-# the ratio service/in-process.
+# the ratio service/in-process, and in stream mode the same senders
+# against a minimal gRPC callback echo (posewire-load in a child process on
+# every CPU, as the server) answering with the service's recorded answers:
+# the ratio service/echo.
 # The generator's network phase runs on the last CPU only (--cpus), so the
 # tool stands in for remote clients without roaming onto the core where a
 # server thread is about to be woken; the servers and the in-process
@@ -97,6 +103,11 @@ for scenario in $scenarios; do
       interactive)
         start_server 127.0.0.1:0 2 "$out/server.log"
         args=(--mode=stream --streams=200 --characters=1 --rate=60 --channels=4) ;;
+      interactive_capacity)
+        start_server 127.0.0.1:0 2 "$out/server.log"
+        args=(--mode=stream --streams=200 --characters=1 --rate=60 --channels=4
+              --capacity_search --search_window="${SEARCH_WINDOW:-2}"
+              --p99_ms="${P99_MS:-1}") ;;
       interactive_1ch)
         start_server 127.0.0.1:0 2 "$out/server.log"
         args=(--mode=stream --streams=200 --characters=1 --rate=60) ;;
@@ -118,7 +129,8 @@ for scenario in $scenarios; do
          --duration="$duration" "${cpus_arg[@]}" --json="$json")
     echo "== $scenario run $run: ${cmd[*]}"
     "${cmd[@]}" >"$log" 2>&1 || echo "(posewire-load exited $?: errors)"
-    grep -E '^(service|in-process|ratio| )' "$log" || true
+    grep -E '^(service|echo|in-process|ratio|capacity [a-z-]+ +[0-9]+ m| )' \
+      "$log" || true
     cleanup
   done
 done
@@ -133,7 +145,8 @@ print("| scenario | service char-frames/s | msg/s | p50 us | p90 us | p99 us "
       "| p99.9 us | max us | errors | sent = answered | in-process "
       "char-frames/s | in-process p99 us | ratio |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-for s in scenarios:
+capacity = [s for s in scenarios if s.endswith("_capacity")]
+for s in [s for s in scenarios if s not in capacity]:
     reports = [json.load(open(f"{out}/{s}-{r}.json")) for r in range(1, runs + 1)]
     med = lambda f: statistics.median(f(r) for r in reports)
     sv = lambda k: med(lambda r: r["service"][k])
@@ -147,4 +160,23 @@ for s in scenarios:
           f"| {med(lambda r: r['in_process']['character_frames_per_second']):.0f} "
           f"| {med(lambda r: r['in_process']['latency_us']['p99']):.0f} "
           f"| {med(lambda r: r['ratio']):.2f} |")
+    if all("echo" in r for r in reports):
+        print(f"|   echo | {med(lambda r: r['echo']['character_frames_per_second']):.0f} "
+              f"| p50 {med(lambda r: r['echo']['latency_us']['p50']):.0f} "
+              f"| p99 {med(lambda r: r['echo']['latency_us']['p99']):.0f} "
+              f"| service/echo {med(lambda r: r['ratio_echo']):.2f} |")
+if capacity:
+    print()
+    print("| scenario | service msg/s at the p99 | echo | in-process "
+          "| service/echo | service/in-process |")
+    print("|---|---|---|---|---|---|")
+for s in capacity:
+    reports = [json.load(open(f"{out}/{s}-{r}.json")) for r in range(1, runs + 1)]
+    med = lambda f: statistics.median(f(r) for r in reports)
+    cap = lambda t: med(lambda r: r[t]["messages_per_second"])
+    each = lambda k: " / ".join(f"{r[k]:.2f}" for r in reports)
+    print(f"| {s} | {cap('service'):.0f} | {cap('echo'):.0f} "
+          f"| {cap('in_process'):.0f} | {med(lambda r: r['ratio_echo']):.2f} "
+          f"({each('ratio_echo')}) | {med(lambda r: r['ratio']):.2f} "
+          f"({each('ratio')}) |")
 PY

@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "clients/cli/cli_common.h"
 #include "clients/cli/inspect.h"
+#include "clients/cli/referee_command.h"
 #include "clients/cli/solve_command.h"
 #include "clients/cli/stream_command.h"
 #include "clients/cpp/posewire_client.h"
@@ -60,7 +61,8 @@ ABSL_FLAG(std::string, tls_server_name, "",
 
 // solve and stream.
 ABSL_FLAG(std::string, clip, "",
-          "solve, stream: clip to play, by name (default: the file's first).");
+          "solve, stream, referee: clip to play, by name (default: the "
+          "file's first).");
 ABSL_FLAG(std::string, ops_json, "",
           "solve, stream: JSON file with an array of posewire.v1.Operation "
           "(protobuf JSON mapping) applied after the clip sample.");
@@ -83,13 +85,20 @@ ABSL_FLAG(int, frames, 100,
           "stream: frames to send, at most 10000000 (stop earlier with "
           "Ctrl-C: the summary is printed and the exit code is 0).");
 ABSL_FLAG(double, rate, 60.0,
-          "stream: frames per second; 0 sends as fast as answers come.");
+          "stream: frames per second; 0 sends as fast as answers come. "
+          "referee: claims per second of animation.");
 ABSL_FLAG(int, characters, 1, "stream: characters solved per frame.");
 ABSL_FLAG(std::string, playback, "sample",
           "stream: sample (per-frame sample_clip ops at each character's "
           "time) or crossfade (the server's player advances by dt).");
 ABSL_FLAG(int, print_every, 1,
           "stream: print every k-th frame (0: only the summary).");
+
+ABSL_FLAG(std::string, limits_from, "",
+          "referee: learn joint limits from this file's clips for the "
+          "range-of-motion check (joints matched by name).");
+ABSL_FLAG(double, margin_degrees, 30.0,
+          "referee: degrees added on each side of every learnt range.");
 
 namespace {
 
@@ -106,6 +115,11 @@ constexpr char kCommands[] =
     "  stream FILE   plays the clip through a session for --frames frames at "
     "--rate;\n"
     "                per-frame latency and a p50/p90/p99/max summary\n"
+    "  referee FILE  a game server's plausibility check of the clip, claim "
+    "by claim\n"
+    "                at --rate; with --limits_from=OTHER, joint limits "
+    "learnt from\n"
+    "                OTHER's clips; prints flagged frames and a summary\n"
     "  help          this list\n";
 
 constexpr char kUsage[] =
@@ -114,7 +128,8 @@ constexpr char kUsage[] =
     "Usage: posewire COMMAND [FILE] [--flag=value ...]\n"
     "\n"
     "Commands:\n"
-    "  info, health, inspect FILE, solve FILE, stream FILE, help\n"
+    "  info, health, inspect FILE, solve FILE, stream FILE, referee FILE, "
+    "help\n"
     "  (`posewire help` says what each does)\n"
     "\n"
     "The server is --server=HOST:PORT; a server started with --tls_cert "
@@ -211,30 +226,33 @@ int Info() {
   auto info = client->GetInfo();
   if (!info.ok()) return Fail(posewire::cli::DescribeStatus(info.status()));
   const posewire::v1::Limits& limits = info->limits();
-  std::cout << "server:      " << absl::GetFlag(FLAGS_server) << "\n"
-            << "version:     " << info->version() << "\n"
-            << "revision:    " << info->git_revision() << "\n"
-            << "threads:     " << info->solver_threads() << "\n"
-            << "limits:\n"
-            << "  max_message_bytes:        " << limits.max_message_bytes()
-            << "\n"
-            << "  max_joints_per_skeleton:  "
-            << limits.max_joints_per_skeleton() << "\n"
-            << "  max_characters_per_batch: "
-            << limits.max_characters_per_batch() << "\n"
-            << "  max_solver_iterations:    " << limits.max_solver_iterations()
-            << "\n"
-            << "  max_sessions:             " << limits.max_sessions() << "\n"
-            << "  max_objects_per_session:  "
-            << limits.max_objects_per_session() << "\n"
-            << "  skeleton_cache_size:      " << limits.skeleton_cache_size()
-            << "\n"
-            << "  max_sessions_per_peer:    " << limits.max_sessions_per_peer()
-            << " (0: none)\n"
-            << "  max_session_bytes:        " << limits.max_session_bytes()
-            << "\n"
-            << "operations:" << (info->operations().empty() ? "  (none)" : "")
-            << "\n";
+  std::cout
+      << "server:      " << absl::GetFlag(FLAGS_server) << "\n"
+      << "version:     " << info->version() << "\n"
+      << "revision:    " << info->git_revision() << "\n"
+      << "threads:     " << info->solver_threads() << "\n"
+      << "limits:\n"
+      << "  max_message_bytes:        " << limits.max_message_bytes() << "\n"
+      << "  max_joints_per_skeleton:  " << limits.max_joints_per_skeleton()
+      << "\n"
+      << "  max_characters_per_batch: " << limits.max_characters_per_batch()
+      << "\n"
+      << "  max_solver_iterations:    " << limits.max_solver_iterations()
+      << "\n"
+      << "  max_sessions:             " << limits.max_sessions() << "\n"
+      << "  max_objects_per_session:  " << limits.max_objects_per_session()
+      << "\n"
+      << "  skeleton_cache_size:      " << limits.skeleton_cache_size() << "\n"
+      << "  max_sessions_per_peer:    " << limits.max_sessions_per_peer()
+      << " (0: none)\n"
+      << "  max_session_bytes:        " << limits.max_session_bytes() << "\n"
+      << "  history_frames:           " << limits.history_frames() << "\n"
+      << "  history_window_seconds:   " << limits.history_window_seconds()
+      << "\n"
+      << "  max_queries_per_request:  " << limits.max_queries_per_request()
+      << "\n"
+      << "operations:" << (info->operations().empty() ? "  (none)" : "")
+      << "\n";
   // One line per op: what a frame's op_updates may change, and the range
   // each bounded count accepts on this server.
   for (const posewire::v1::OperationInfo& op : info->operation_info()) {
@@ -356,6 +374,21 @@ int Stream(const std::vector<char*>& args) {
   return posewire::cli::RunStream(*client, options);
 }
 
+int Referee(const std::vector<char*>& args) {
+  if (args.size() != 3) {
+    return Fail("referee takes exactly one FILE (posewire help)", 2);
+  }
+  posewire::cli::RefereeOptions options;
+  options.file = args[2];
+  options.clip = absl::GetFlag(FLAGS_clip);
+  options.rate = absl::GetFlag(FLAGS_rate);
+  options.limits_from = absl::GetFlag(FLAGS_limits_from);
+  options.margin_degrees = absl::GetFlag(FLAGS_margin_degrees);
+  auto client = ConnectClient();
+  if (client == nullptr) return 2;
+  return posewire::cli::RunReferee(*client, options);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -373,6 +406,7 @@ int main(int argc, char** argv) {
   if (command == "inspect") return Inspect(args);
   if (command == "solve") return Solve(args);
   if (command == "stream") return Stream(args);
+  if (command == "referee") return Referee(args);
   return Fail("unknown command or extra arguments: " +
                   absl::StrJoin(args.begin() + 1, args.end(), " ") +
                   " (posewire help lists the commands)",

@@ -130,6 +130,17 @@ absl::StatusOr<v1::SolveResponse> Client::Solve(
   return response;
 }
 
+absl::StatusOr<v1::LearnLimitsResponse> Client::LearnLimits(
+    const v1::LearnLimitsRequest& request) {
+  grpc::ClientContext context;
+  PrepareContext(context);
+  v1::LearnLimitsResponse response;
+  absl::Status status =
+      CallError(stub_->LearnLimits(&context, request, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
 absl::StatusOr<v1::SolveResponse> Client::SolveWithSkeletonCache(
     v1::SolveRequest request) {
   // The inline skeletons, kept to resend if the server lost their hashes.
@@ -199,6 +210,20 @@ absl::StatusOr<std::unique_ptr<Session>> Client::OpenSession() {
   return session;
 }
 
+absl::StatusOr<std::unique_ptr<Session>> Client::ResumeSession(
+    const ResumePoint& point) {
+  auto session = OpenSession();
+  if (!session.ok()) return session.status();
+  v1::SessionRequest request;
+  request.mutable_resume()->set_snapshot(point.snapshot.data());
+  if (absl::Status s = (*session)->Resume(request, point.registrations);
+      !s.ok()) {
+    return s;
+  }
+  (*session)->latest_snapshot_ = point.snapshot;
+  return session;
+}
+
 Session::~Session() {
   if (!closed_) {
     context_->TryCancel();
@@ -223,10 +248,97 @@ absl::Status Session::Finish() {
   return CallError(stream_->Finish(), *channel_, target_, options_);
 }
 
+namespace {
+
+// A registration's identity in a session: clip ids are per skeleton.
+std::string RegistrationKey(absl::string_view kind,
+                            absl::string_view skeleton_id,
+                            absl::string_view id) {
+  return absl::StrCat(kind, "/", skeleton_id, "/", id);
+}
+
+// The key of a register_* request other than a character ("" for those:
+// a snapshot carries characters whole).
+std::string RegistrationKey(const v1::SessionRequest& request) {
+  switch (request.message_case()) {
+    case v1::SessionRequest::kRegisterSkeleton:
+      return RegistrationKey("skeleton", "", request.register_skeleton().id());
+    case v1::SessionRequest::kRegisterClip:
+      return RegistrationKey("clip", request.register_clip().skeleton_id(),
+                             request.register_clip().id());
+    case v1::SessionRequest::kRegisterRig:
+      return RegistrationKey("rig", "", request.register_rig().id());
+    case v1::SessionRequest::kRegisterHitboxes:
+      return RegistrationKey("hitboxes", "", request.register_hitboxes().id());
+    default:
+      return "";
+  }
+}
+
+std::string RegistrationKey(const v1::SnapshotRegistration& r) {
+  return RegistrationKey(r.kind(), r.skeleton_id(), r.id());
+}
+
+}  // namespace
+
 absl::Status Session::Register(const v1::SessionRequest& request) {
   auto response = Call(request);
   if (!response.ok()) return response.status();
-  return FromWire(response->registered().status());
+  absl::Status status = FromWire(response->registered().status());
+  if (status.ok()) Keep(request);
+  return status;
+}
+
+void Session::Keep(const v1::SessionRequest& request) {
+  std::string key = RegistrationKey(request);
+  if (!key.empty()) registrations_[std::move(key)] = request;
+}
+
+absl::Status Session::Resume(
+    const v1::SessionRequest& request,
+    const std::vector<v1::SessionRequest>& registrations) {
+  auto response = Call(request);
+  if (!response.ok()) return response.status();
+  if (absl::Status s = FromWire(response->resume().status()); !s.ok()) {
+    return s;
+  }
+  absl::flat_hash_map<std::string, const v1::SessionRequest*> by_key;
+  for (const v1::SessionRequest& r : registrations) {
+    by_key[RegistrationKey(r)] = &r;
+  }
+  for (const v1::SnapshotRegistration& missing : response->resume().missing()) {
+    auto it = by_key.find(RegistrationKey(missing));
+    if (it == by_key.end()) {
+      return absl::NotFoundError(absl::StrCat(
+          "resume: the server asks for ", missing.kind(), " '", missing.id(),
+          "', which the resume point does not hold"));
+    }
+    if (absl::Status s = Register(*it->second); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::SessionSnapshot> Session::Snapshot(uint32_t every_frames) {
+  v1::SessionRequest request;
+  request.mutable_snapshot()->set_every_frames(every_frames);
+  auto response = Call(request);
+  if (!response.ok()) return response.status();
+  if (absl::Status s = FromWire(response->snapshot().status()); !s.ok()) {
+    return s;
+  }
+  snapshot_every_ = every_frames;
+  frames_since_snapshot_ = 0;
+  latest_snapshot_ = response->snapshot();
+  return std::move(*response->mutable_snapshot());
+}
+
+ResumePoint Session::latest_resume_point() const {
+  ResumePoint point{.snapshot = latest_snapshot_, .registrations = {}};
+  for (const v1::SnapshotRegistration& r : latest_snapshot_.registrations()) {
+    auto it = registrations_.find(RegistrationKey(r));
+    if (it != registrations_.end()) point.registrations.push_back(it->second);
+  }
+  return point;
 }
 
 absl::Status Session::RegisterSkeleton(const std::string& id,
@@ -266,12 +378,47 @@ absl::Status Session::RegisterCharacter(const std::string& id,
   return Register(request);
 }
 
+absl::Status Session::RegisterHitboxes(
+    const std::string& id, const std::string& skeleton_id,
+    const google::protobuf::RepeatedPtrField<v1::Hitbox>& hitboxes) {
+  v1::SessionRequest request;
+  request.mutable_register_hitboxes()->set_id(id);
+  request.mutable_register_hitboxes()->set_skeleton_id(skeleton_id);
+  *request.mutable_register_hitboxes()->mutable_hitboxes() = hitboxes;
+  return Register(request);
+}
+
+absl::StatusOr<v1::QueryResult> Session::Query(const v1::HitQuery& query) {
+  v1::SessionRequest request;
+  *request.mutable_query() = query;
+  auto response = Call(request);
+  if (!response.ok()) return response.status();
+  if (absl::Status s = FromWire(response->query().status()); !s.ok()) return s;
+  return std::move(*response->mutable_query());
+}
+
 absl::StatusOr<v1::FrameResult> Session::SendFrame(const v1::Frame& frame) {
   v1::SessionRequest request;
   *request.mutable_frame() = frame;
   auto response = Call(request);
   if (!response.ok()) return response.status();
   if (absl::Status s = FromWire(response->frame().status()); !s.ok()) return s;
+  // The server follows every snapshot_every_-th accepted frame's answer
+  // with a snapshot.
+  if (snapshot_every_ > 0 && ++frames_since_snapshot_ >= snapshot_every_) {
+    frames_since_snapshot_ = 0;
+    v1::SessionResponse snapshot;
+    if (!stream_->Read(&snapshot)) {
+      closed_ = true;
+      absl::Status status = Finish();
+      return status.ok() ? absl::UnavailableError("the session stream closed")
+                         : status;
+    }
+    // A refused one (over the size limit) leaves the previous in place.
+    if (snapshot.snapshot().status().code() == 0) {
+      latest_snapshot_ = std::move(*snapshot.mutable_snapshot());
+    }
+  }
   return std::move(*response->mutable_frame());
 }
 

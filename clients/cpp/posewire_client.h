@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -59,6 +60,15 @@ absl::Status CallError(const grpc::Status& status, grpc::Channel& channel,
 
 class Session;
 
+// What a client keeps to resume a session on any server: a snapshot and the
+// registrations it refers to (their content stays with the client; the
+// snapshot holds only hashes).
+struct ResumePoint {
+  v1::SessionSnapshot snapshot;
+  // Every registration the snapshot lists, as first sent.
+  std::vector<v1::SessionRequest> registrations;
+};
+
 class Client {
  public:
   static std::unique_ptr<Client> Connect(const std::string& target,
@@ -71,6 +81,11 @@ class Client {
   // Sends `request` as is.
   absl::StatusOr<v1::SolveResponse> Solve(const v1::SolveRequest& request);
 
+  // Joint limits learnt from clips, to keep and send back as a
+  // plausibility op's (or an IK op's) limits.
+  absl::StatusOr<v1::LearnLimitsResponse> LearnLimits(
+      const v1::LearnLimitsRequest& request);
+
   // Like Solve, but sends each inline skeleton the server already has as its
   // content hash, and resends it inline once if the server answers NOT_FOUND
   // (it evicted it). Learns hashes from responses.
@@ -79,6 +94,15 @@ class Client {
 
   // Opens a streaming session.
   absl::StatusOr<std::unique_ptr<Session>> OpenSession();
+
+  // Opens a session that resumes from `point` (on this client's server,
+  // which need not be the one that took the snapshot): sends the resume,
+  // resends the registrations the server asks for, and returns the session
+  // ready for frames after point.snapshot.after_sequence. A refusal (a
+  // damaged or newer snapshot, a registration that no longer matches its
+  // hash) is the server's status.
+  absl::StatusOr<std::unique_ptr<Session>> ResumeSession(
+      const ResumePoint& point);
 
   // For calls the class does not wrap (e.g. grpc.health.v1 on channel()):
   // sets the deadline and the token, and explains a failed call as the
@@ -118,10 +142,28 @@ class Session {
       const google::protobuf::RepeatedPtrField<v1::Operation>& ops);
   absl::Status RegisterCharacter(const std::string& id,
                                  const std::string& rig_id);
+  // A hitbox set for the characters of skeleton `skeleton_id`.
+  absl::Status RegisterHitboxes(
+      const std::string& id, const std::string& skeleton_id,
+      const google::protobuf::RepeatedPtrField<v1::Hitbox>& hitboxes);
 
   // Sends a frame; the result carries per-character statuses. A frame-level
   // error (out-of-order sequence, bad dt) is returned as the error.
   absl::StatusOr<v1::FrameResult> SendFrame(const v1::Frame& frame);
+
+  // Rewinds characters to `query.time` and casts its rays and spheres; a
+  // query-level error (outside the rewind window, a bad ray) is returned
+  // as the error.
+  absl::StatusOr<v1::QueryResult> Query(const v1::HitQuery& query);
+
+  // Asks for a snapshot now and, with `every_frames` > 0, after every
+  // that many frames the server accepts (SendFrame then reads each one and
+  // keeps it as latest_resume_point()). The snapshot's status is the error.
+  absl::StatusOr<v1::SessionSnapshot> Snapshot(uint32_t every_frames = 0);
+
+  // The newest snapshot taken (by Snapshot or periodically) with the
+  // registrations it lists; empty snapshot data before the first.
+  ResumePoint latest_resume_point() const;
 
   // Sends any request and returns its response.
   absl::StatusOr<v1::SessionResponse> Call(const v1::SessionRequest& request);
@@ -133,6 +175,12 @@ class Session {
   friend class Client;
   Session() = default;
   absl::Status Register(const v1::SessionRequest& request);
+  // Sends `request` (a resume), then resends from `registrations` what the
+  // answer lists.
+  absl::Status Resume(const v1::SessionRequest& request,
+                      const std::vector<v1::SessionRequest>& registrations);
+  // Keeps a registration the server accepted, for resuming later.
+  void Keep(const v1::SessionRequest& request);
   // The stream's final status, explained as the client's calls are.
   absl::Status Finish();
 
@@ -145,6 +193,14 @@ class Session {
       grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>>
       stream_;
   bool closed_ = false;
+  // Accepted registrations by kind, skeleton (clips) and id
+  // (RegistrationKey), kept to resend on a resume.
+  absl::flat_hash_map<std::string, v1::SessionRequest> registrations_;
+  v1::SessionSnapshot latest_snapshot_;
+  // Periodic snapshots: the server's every_frames and the accepted frames
+  // since the last one, counted as the server counts them.
+  uint32_t snapshot_every_ = 0;
+  uint32_t frames_since_snapshot_ = 0;
 };
 
 }  // namespace posewire::client

@@ -19,6 +19,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,7 +30,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "clients/cpp/posewire_client.h"
+#include "clients/load/capacity_search.h"
 #include "clients/load/cpu_list.h"
+#include "clients/load/echo_server.h"
 #include "clients/load/local_senders.h"
 #include "clients/load/network_senders.h"
 #include "clients/load/phase.h"
@@ -58,7 +62,10 @@ ABSL_FLAG(
     "Seconds of the clip used (0: whole clip); unary sends it every call.");
 ABSL_FLAG(int, channels, 1,
           "Separate connections the senders are spread over.");
-ABSL_FLAG(bool, baseline, true, "Also run the identical work in process.");
+ABSL_FLAG(bool, baseline, true,
+          "Also run the identical work in process, and in stream mode the "
+          "echo (--echo); false runs the service alone (a drain or soak "
+          "test, load through a balancer).");
 ABSL_FLAG(int, baseline_threads, 0,
           "Threads of the in-process baseline; 0: the server's solver "
           "threads (GetInfo), so both sides solve on the same threads.");
@@ -68,6 +75,31 @@ ABSL_FLAG(std::string, cpus, "",
           "taskset -c); empty: every CPU. On a machine shared with the "
           "server, keeps the generator off the server's cores. The "
           "in-process baseline always runs on every CPU.");
+ABSL_FLAG(bool, echo, true,
+          "Also run the echo baseline (stream mode): a minimal gRPC "
+          "callback-API server, posewire-load itself in a child process, "
+          "that answers each Session message with the service's own "
+          "recorded answer, over as many connections and streams; the "
+          "report adds the ratio service/echo. Off with --baseline=false.");
+ABSL_FLAG(std::string, echo_cpus, "",
+          "CPUs the echo's process runs on (as taskset -c); empty: every "
+          "CPU, as bench/load's scripts run the server. Give it the "
+          "server's CPUs when the server is confined.");
+ABSL_FLAG(bool, echo_serve, false,
+          "Run as the echo's child process (posewire-load starts it "
+          "itself with this flag).");
+ABSL_FLAG(bool, capacity_search, false,
+          "Instead of one phase at --rate, search each target (service, "
+          "echo, in-process) for the highest rate per sender it holds with "
+          "p99 <= --p99_ms, starting at --rate (60 if 0), doubling until a "
+          "window fails, then bisecting.");
+ABSL_FLAG(double, p99_ms, 1.0,
+          "Capacity search: the p99 latency a rate must hold, in ms.");
+ABSL_FLAG(double, search_window, 2.0,
+          "Capacity search: seconds of each window (a CI smoke may use "
+          "0.2).");
+ABSL_FLAG(int, search_steps, 4,
+          "Capacity search: bisection steps after the first failing rate.");
 
 namespace posewire::load {
 namespace {
@@ -108,6 +140,145 @@ absl::StatusOr<std::string> ApplyCpusFlag(const cpu_set_t& all_cpus) {
   return FormatCpuList(*cpus);
 }
 
+// The command line posewire-load was started with, for the echo's child.
+std::vector<std::string>& OwnArguments() {
+  static std::vector<std::string> arguments;
+  return arguments;
+}
+
+void PrintError(const absl::Status& s) {
+  std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+}
+
+// The workload of --skeleton, --op_mix and the rest.
+absl::StatusOr<Workload> LoadWorkload(const Config& c) {
+  // The default is resolved here, not in the flag's definition, so --help
+  // shows no path of the machine that built the binary.
+  std::string skeleton = absl::GetFlag(FLAGS_skeleton);
+  if (skeleton.empty())
+    skeleton = POSEWIRE_LOAD_DATA_DIR "/cmu_131_01_walk.bvh";
+  auto asset = ReadBvhFile(skeleton);
+  if (!asset.ok()) {
+    return absl::NotFoundError(
+        absl::StrCat("--skeleton: ", asset.status().message()));
+  }
+  WorkloadOptions wo;
+  wo.op_mix = absl::GetFlag(FLAGS_op_mix);
+  wo.characters = c.characters;
+  wo.op_updates = absl::GetFlag(FLAGS_op_updates);
+  wo.clip_seconds = absl::GetFlag(FLAGS_clip_seconds);
+  return BuildWorkload(*asset, wo);
+}
+
+// Separate connections (a local subchannel pool each) to `address`.
+std::vector<ChannelStubs> Connect(const std::string& address, int channels) {
+  std::vector<ChannelStubs> stubs;
+  for (int i = 0; i < channels; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetMaxSendMessageSize(-1);
+    args.SetInt("posewire.load.channel", i);
+    std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+        address, grpc::InsecureChannelCredentials(), args);
+    stubs.push_back({.typed = v1::PoseWire::NewStub(channel),
+                     .generic = std::make_unique<grpc::GenericStub>(channel)});
+  }
+  return stubs;
+}
+
+// The echo's child process (--echo_serve): records the service's answers,
+// then serves them until the parent closes its stdin.
+int EchoServeMain(const Config& c) {
+  absl::StatusOr<Workload> w = LoadWorkload(c);
+  if (!w.ok()) {
+    PrintError(w.status());
+    return 1;
+  }
+  std::vector<ChannelStubs> stubs = Connect(absl::GetFlag(FLAGS_server), 1);
+  absl::StatusOr<EchoReplies> replies = RecordReplies(*stubs[0].typed, *w);
+  if (!replies.ok()) {
+    PrintError(replies.status());
+    return 1;
+  }
+  return ServeEcho(*replies);
+}
+
+// The echo's CPUs as a list for --cpus: --echo_cpus, else every CPU
+// (where bench/load's scripts run the server).
+absl::StatusOr<std::string> EchoCpus(const cpu_set_t& all) {
+  const std::string flag = absl::GetFlag(FLAGS_echo_cpus);
+  if (!flag.empty()) {
+    absl::StatusOr<cpu_set_t> cpus = ParseCpuList(flag, all);
+    if (!cpus.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--echo_cpus=", flag, ": ", cpus.status().message()));
+    }
+    return FormatCpuList(*cpus);
+  }
+  return FormatCpuList(all);
+}
+
+// One way of answering the phase's senders: the service, the echo or the
+// in-process baseline.
+struct Target {
+  std::string name;
+  std::function<void(const Phase&, std::vector<SenderResult>&)> run;
+};
+
+// What a target measured: the phase at --rate, or its capacity.
+struct TargetResult {
+  PhaseResult phase;
+  Capacity capacity;
+};
+
+TargetResult Measure(const Target& target, const Workload& w, const Config& c,
+                     const SearchOptions* search) {
+  TargetResult result;
+  if (search == nullptr) {
+    result.phase = RunPhase(target.name, w, c, target.run);
+    Print(result.phase);
+    return result;
+  }
+  result.capacity =
+      SearchCapacity(target.name, *search, [&](double rate) -> PhaseResult {
+        Config window = c;
+        window.rate = rate;
+        window.duration = absl::GetFlag(FLAGS_search_window);
+        return RunPhase(target.name, w, window, target.run);
+      });
+  PrintCapacity(result.capacity);
+  return result;
+}
+
+// What the report compares: character-frames/s at --rate, or capacities.
+double Figure(const TargetResult& r, bool search) {
+  return search ? r.capacity.character_frames_per_second
+                : r.phase.CharacterFramesPerSecond();
+}
+
+double Ratio(double numerator, double denominator) {
+  return numerator / std::max(1e-9, denominator);
+}
+
+// "ratio service/echo: ..." for the report; the p99 ratio at --rate.
+void PrintRatio(const std::string& name, const TargetResult& service,
+                const TargetResult& other, bool search) {
+  if (search) {
+    std::printf("ratio service/%s: %.3f (capacity at p99 <= %.3g ms)\n",
+                name.c_str(), Ratio(Figure(service, true), Figure(other, true)),
+                absl::GetFlag(FLAGS_p99_ms));
+    return;
+  }
+  std::printf("ratio service/%s: %.3f (character-frames/s), p99 %.2fx\n",
+              name.c_str(), Ratio(Figure(service, false), Figure(other, false)),
+              Ratio(service.phase.Percentile(99), other.phase.Percentile(99)));
+}
+
+std::string TargetJson(const TargetResult& r, bool search) {
+  return search ? CapacityJson(r.capacity) : Json(r.phase);
+}
+
 int Main() {
   Config c;
   const std::string mode = absl::GetFlag(FLAGS_mode);
@@ -119,7 +290,7 @@ int Main() {
   if (absl::Status s = CheckHostPort("server", absl::GetFlag(FLAGS_server),
                                      PortZero::kRefused);
       !s.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+    PrintError(s);
     return 2;
   }
   c.stream = mode == "stream";
@@ -136,15 +307,34 @@ int Main() {
                  "--duration must be > 0, --rate >= 0, --characters >= 1\n");
     return 2;
   }
+  const bool search = absl::GetFlag(FLAGS_capacity_search);
+  if (search && (absl::GetFlag(FLAGS_p99_ms) <= 0 ||
+                 absl::GetFlag(FLAGS_search_window) <= 0 ||
+                 absl::GetFlag(FLAGS_search_steps) < 0)) {
+    std::fprintf(stderr,
+                 "--p99_ms and --search_window must be > 0, --search_steps "
+                 ">= 0\n");
+    return 2;
+  }
 
   // Confined before the first gRPC call, so gRPC's threads inherit it.
   absl::StatusOr<cpu_set_t> all_cpus = ThreadAffinity();
   absl::StatusOr<std::string> generator_cpus =
       all_cpus.ok() ? ApplyCpusFlag(*all_cpus) : all_cpus.status();
   if (!generator_cpus.ok()) {
-    std::fprintf(stderr, "%s\n",
-                 std::string(generator_cpus.status().message()).c_str());
+    PrintError(generator_cpus.status());
     return absl::IsInvalidArgument(generator_cpus.status()) ? 2 : 1;
+  }
+  if (absl::GetFlag(FLAGS_echo_serve)) return EchoServeMain(c);
+  absl::StatusOr<cpu_set_t> generator_set = ThreadAffinity();
+  // A run without baselines (--baseline=false) has no echo either.
+  const bool echo =
+      absl::GetFlag(FLAGS_echo) && absl::GetFlag(FLAGS_baseline) && c.stream;
+  absl::StatusOr<std::string> echo_cpus =
+      generator_set.ok() ? EchoCpus(*all_cpus) : generator_set.status();
+  if (echo && !echo_cpus.ok()) {
+    PrintError(echo_cpus.status());
+    return absl::IsInvalidArgument(echo_cpus.status()) ? 2 : 1;
   }
 
   const std::string address = absl::GetFlag(FLAGS_server);
@@ -156,26 +346,9 @@ int Main() {
     return 1;
   }
 
-  // The default is resolved here, not in the flag's definition, so --help
-  // shows no path of the machine that built the binary.
-  std::string skeleton = absl::GetFlag(FLAGS_skeleton);
-  if (skeleton.empty())
-    skeleton = POSEWIRE_LOAD_DATA_DIR "/cmu_131_01_walk.bvh";
-  auto asset = ReadBvhFile(skeleton);
-  if (!asset.ok()) {
-    std::fprintf(stderr, "--skeleton: %s\n",
-                 std::string(asset.status().message()).c_str());
-    return 1;
-  }
-  WorkloadOptions wo;
-  wo.op_mix = op_mix;
-  wo.characters = c.characters;
-  wo.op_updates = absl::GetFlag(FLAGS_op_updates);
-  wo.clip_seconds = absl::GetFlag(FLAGS_clip_seconds);
-  auto workload = BuildWorkload(*asset, wo);
+  auto workload = LoadWorkload(c);
   if (!workload.ok()) {
-    std::fprintf(stderr, "%s\n",
-                 std::string(workload.status().message()).c_str());
+    PrintError(workload.status());
     return 1;
   }
   const Workload& w = *workload;
@@ -202,28 +375,72 @@ int Main() {
       c.duration, address.c_str(), info->version().c_str(),
       info->solver_threads(), w.joints, generator_cpus->c_str());
 
-  // Channels: separate connections (a local subchannel pool each).
-  std::vector<ChannelStubs> stubs;
-  for (int i = 0; i < c.channels; ++i) {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    args.SetMaxReceiveMessageSize(-1);
-    args.SetMaxSendMessageSize(-1);
-    args.SetInt("posewire.load.channel", i);
-    std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
-        address, grpc::InsecureChannelCredentials(), args);
-    stubs.push_back({.typed = v1::PoseWire::NewStub(channel),
-                     .generic = std::make_unique<grpc::GenericStub>(channel)});
+  SearchOptions search_options{
+      .start_rate = c.rate > 0 ? c.rate : 60,
+      .p99_us = absl::GetFlag(FLAGS_p99_ms) * 1000,
+      .refine_steps = absl::GetFlag(FLAGS_search_steps),
+      .max_doublings = 8,
+      .senders = c.senders};
+  const SearchOptions* how = search ? &search_options : nullptr;
+  if (search) {
+    std::printf(
+        "capacity search: p99 <= %.3g ms, windows of %.2f s from %.1f "
+        "Hz/sender\n",
+        absl::GetFlag(FLAGS_p99_ms), absl::GetFlag(FLAGS_search_window),
+        search_options.start_rate);
   }
 
-  const PhaseResult network =
-      RunPhase("service", w, c,
-               [&](const Phase& phase, std::vector<SenderResult>& results) {
-                 RunNetwork(phase, stubs, results);
-               });
-  Print(network);
+  std::vector<ChannelStubs> stubs = Connect(address, c.channels);
+  const TargetResult network =
+      Measure({.name = "service",
+               .run =
+                   [&](const Phase& phase, std::vector<SenderResult>& results) {
+                     RunNetwork(phase, stubs, results);
+                   }},
+              w, c, how);
+  bool ok = search || (network.phase.TotalErrors() == 0 &&
+                       network.phase.sent == network.phase.answered);
 
-  PhaseResult local;
+  TargetResult echoed;
+  if (echo) {
+    // The child records the service's answers (the server must be up),
+    // then confines itself to the echo's CPUs: it starts from every CPU
+    // (affinity is inherited), and the generator's set comes back after.
+    std::vector<std::string> argv = OwnArguments();
+    argv.push_back(absl::StrCat("--cpus=", *echo_cpus));
+    argv.push_back("--echo_serve");
+    argv.push_back("--capacity_search=false");
+    if (absl::Status s = SetThreadAffinity(*all_cpus); !s.ok()) {
+      PrintError(s);
+      return 1;
+    }
+    absl::StatusOr<std::unique_ptr<EchoProcess>> echo_process =
+        EchoProcess::Launch(argv);
+    if (absl::Status s = SetThreadAffinity(*generator_set); !s.ok()) {
+      PrintError(s);
+      return 1;
+    }
+    if (!echo_process.ok()) {
+      PrintError(echo_process.status());
+      return 1;
+    }
+    const std::string echo_address =
+        absl::StrCat("127.0.0.1:", (*echo_process)->port());
+    std::printf("echo baseline: gRPC callback echo on %s, CPUs %s\n",
+                echo_address.c_str(), echo_cpus->c_str());
+    std::vector<ChannelStubs> echo_stubs = Connect(echo_address, c.channels);
+    echoed = Measure(
+        {.name = "echo",
+         .run =
+             [&](const Phase& phase, std::vector<SenderResult>& results) {
+               RunNetwork(phase, echo_stubs, results);
+             }},
+        w, c, how);
+    ok = ok && (search || (echoed.phase.TotalErrors() == 0 &&
+                           echoed.phase.sent == echoed.phase.answered));
+  }
+
+  TargetResult local;
   const bool baseline = absl::GetFlag(FLAGS_baseline);
   // Behind a load balancer GetInfo reports one replica's threads: set
   // --baseline_threads to the sum.
@@ -233,21 +450,21 @@ int Main() {
   if (baseline) {
     // The baseline's threads start from here: every CPU, whatever --cpus.
     if (absl::Status s = SetThreadAffinity(*all_cpus); !s.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      PrintError(s);
       return 1;
     }
     std::printf("in-process baseline on %d threads\n",
                 std::min(baseline_threads, c.senders));
-    local =
-        RunPhase("in-process", w, c,
-                 [&](const Phase& phase, std::vector<SenderResult>& results) {
-                   RunInProcess(phase, baseline_threads, results);
-                 });
-    Print(local);
-    std::printf("ratio service/in-process: %.3f (character-frames/s)\n",
-                network.CharacterFramesPerSecond() /
-                    std::max(1e-9, local.CharacterFramesPerSecond()));
+    local = Measure(
+        {.name = "in-process",
+         .run =
+             [&](const Phase& phase, std::vector<SenderResult>& results) {
+               RunInProcess(phase, baseline_threads, results);
+             }},
+        w, c, how);
   }
+  if (echo) PrintRatio("echo", network, echoed, search);
+  if (baseline) PrintRatio("in-process", network, local, search);
 
   const std::string json_path = absl::GetFlag(FLAGS_json);
   if (!json_path.empty()) {
@@ -256,16 +473,27 @@ int Main() {
         "{\"server\": \"%s\", \"mode\": \"%s\", \"senders\": %d, "
         "\"characters\": %d, \"op_mix\": \"%s\", \"frames_send\": \"%s\", "
         "\"rate\": %.3f, \"duration\": %.3f, \"joints\": %d, "
-        "\"generator_cpus\": \"%s\", \"service\": %s",
+        "\"generator_cpus\": \"%s\", \"capacity_search\": %s, \"service\": %s",
         address, mode, c.senders, c.characters, op_mix, FrameForm(w), c.rate,
-        c.duration, w.joints, *generator_cpus, Json(network));
+        c.duration, w.joints, *generator_cpus, search ? "true" : "false",
+        TargetJson(network, search));
+    if (search) {
+      out << absl::StrFormat(", \"p99_ms\": %.3f, \"search_window\": %.3f",
+                             absl::GetFlag(FLAGS_p99_ms),
+                             absl::GetFlag(FLAGS_search_window));
+    }
+    if (echo) {
+      out << ", \"echo\": " << TargetJson(echoed, search)
+          << absl::StrFormat(
+                 ", \"echo_cpus\": \"%s\", \"ratio_echo\": %.4f", *echo_cpus,
+                 Ratio(Figure(network, search), Figure(echoed, search)));
+    }
     if (baseline) {
-      out << ", \"in_process\": " << Json(local)
+      out << ", \"in_process\": " << TargetJson(local, search)
           << absl::StrFormat(
                  ", \"baseline_threads\": %d, \"ratio\": %.4f",
                  std::min(baseline_threads, c.senders),
-                 network.CharacterFramesPerSecond() /
-                     std::max(1e-9, local.CharacterFramesPerSecond()));
+                 Ratio(Figure(network, search), Figure(local, search)));
     }
     out << "}\n";
     if (!out) {
@@ -273,13 +501,14 @@ int Main() {
       return 1;
     }
   }
-  return network.TotalErrors() == 0 && network.sent == network.answered ? 0 : 3;
+  return ok ? 0 : 3;
 }
 
 }  // namespace
 }  // namespace posewire::load
 
 int main(int argc, char** argv) {
+  posewire::load::OwnArguments().assign(argv, argv + argc);
   const std::vector<char*> args =
       posewire::ParseProgramFlags(argc, argv,
                                   {.name = "posewire-load",

@@ -2,15 +2,18 @@
 
 The .proto files are the repository's proto/ folder (POSEWIRE_PROTO_DIR
 overrides it); the tools are protoc and grpc_python_plugin, found on PATH
-(PROTOC, GRPC_PYTHON_PLUGIN override them). Everything else is in
-pyproject.toml.
+(PROTOC, GRPC_PYTHON_PLUGIN override them). POSEWIRE_CORE_MODULE names a
+built posewire._core extension (the CMake target posewire_python_core,
+<build>/clients/python/stubs/posewire/_core.*.so) to install with the package
+for posewire.local; without it the package is the gRPC client alone.
+Everything else is in pyproject.toml.
 """
 
 import os
 import shutil
 import subprocess
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,6 +56,30 @@ class BuildWithStubs(build_py):
         with open(os.path.join(out, "posewire", "v1", "__init__.py"), "w",
                   encoding="utf-8"):
             pass
+        core = _core_module()
+        if core:
+            shutil.copy2(core, os.path.join(out, "posewire",
+                                            os.path.basename(core)))
 
 
-setup(cmdclass={"build_py": BuildWithStubs})
+def _core_module():
+    """The prebuilt posewire._core to install, or None."""
+    path = os.environ.get("POSEWIRE_CORE_MODULE")
+    if not path:
+        return None
+    if not os.path.isfile(path) or not os.path.basename(path).startswith(
+            "_core."):
+        raise SystemExit(
+            f"posewire: POSEWIRE_CORE_MODULE={path} is not a built _core "
+            "extension (build the CMake target posewire_python_core)")
+    return os.path.abspath(path)
+
+
+class BinaryDistribution(Distribution):
+    """With the compiled core inside, a wheel is tagged for this platform."""
+
+    def has_ext_modules(self):
+        return _core_module() is not None
+
+
+setup(cmdclass={"build_py": BuildWithStubs}, distclass=BinaryDistribution)

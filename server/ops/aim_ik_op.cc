@@ -9,10 +9,6 @@
 namespace posewire::server {
 namespace {
 
-// AimIkOp.clamp_smoothing's documented range is [0, 2] (FinalIK's); the
-// core job accepts more passes, which the proto does not promise.
-constexpr int kMaxWireClampSmoothing = 2;
-
 class AimIk final : public PreparedOp {
  public:
   AimIk(AimIkJob job, CompiledTarget target) : job_(job), target_(target) {}
@@ -82,13 +78,10 @@ CompiledOp Compile(const OpCompileInput& input) {
   job.twist_angle = op.twist_angle();
   if (op.has_weight()) job.weight = op.weight();
   job.clamp_weight = op.clamp_weight();
-  if (op.clamp_smoothing() < 0 ||
-      op.clamp_smoothing() > kMaxWireClampSmoothing) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(input.field, ".clamp_smoothing: ", op.clamp_smoothing(),
-                     " is not in [0, ", kMaxWireClampSmoothing, "]"));
-  }
-  job.clamp_smoothing = op.clamp_smoothing();
+  auto smoothing = ClampSmoothingFromProto(
+      op.clamp_smoothing(), absl::StrCat(input.field, ".clamp_smoothing"));
+  if (!smoothing.ok()) return smoothing.status();
+  job.clamp_smoothing = *smoothing;
   return std::make_unique<AimIk>(job, *target);
 }
 
@@ -99,10 +92,7 @@ OpSpec AimIkOpSpec() {
           .updatable = kUpdateTarget | kUpdateWeight | kUpdatePoleVector,
           .screens_input_pose = false,
           .compile = Compile,
-          .ranges = {{.field = "clamp_smoothing",
-                      .min = 0,
-                      .max = kMaxWireClampSmoothing,
-                      .server_limited = false}}};
+          .ranges = {ClampSmoothingRange()}};
 }
 
 }  // namespace posewire::server

@@ -10,7 +10,6 @@
 #include "server/wire/wire_convert.h"
 
 namespace posewire::server {
-namespace {
 
 EulerOrder EulerOrderFromProto(v1::EulerOrder order) {
   switch (order) {
@@ -29,7 +28,68 @@ EulerOrder EulerOrderFromProto(v1::EulerOrder order) {
   }
 }
 
-}  // namespace
+v1::EulerOrder EulerOrderToProto(EulerOrder order) {
+  switch (order) {
+    case EulerOrder::kXZY:
+      return v1::EULER_ORDER_XZY;
+    case EulerOrder::kYXZ:
+      return v1::EULER_ORDER_YXZ;
+    case EulerOrder::kYZX:
+      return v1::EULER_ORDER_YZX;
+    case EulerOrder::kZXY:
+      return v1::EULER_ORDER_ZXY;
+    case EulerOrder::kZYX:
+      return v1::EULER_ORDER_ZYX;
+    case EulerOrder::kXYZ:
+      break;
+  }
+  return v1::EULER_ORDER_XYZ;
+}
+
+void LimitsToProto(
+    const Skeleton& skeleton, absl::Span<const JointLimit> limits,
+    google::protobuf::RepeatedPtrField<v1::JointLimitSpec>* specs) {
+  for (size_t j = 0; j < limits.size(); ++j) {
+    const JointLimit& limit = limits[j];
+    if (limit.type == JointLimitType::kNone) continue;
+    v1::JointLimitSpec* spec = specs->Add();
+    spec->set_joint(skeleton.joint_name(static_cast<int>(j)));
+    if (!limit.reference.coeffs().isApprox(
+            Eigen::Quaternionf::Identity().coeffs(), 0.0f)) {
+      v1::Quat* q = spec->mutable_reference();
+      q->set_x(limit.reference.x());
+      q->set_y(limit.reference.y());
+      q->set_z(limit.reference.z());
+      q->set_w(limit.reference.w());
+    }
+    switch (limit.type) {
+      case JointLimitType::kEuler: {
+        v1::EulerLimit* e = spec->mutable_euler();
+        e->set_order(EulerOrderToProto(limit.euler_order));
+        Vec3ToProto(limit.euler_min, e->mutable_min());
+        Vec3ToProto(limit.euler_max, e->mutable_max());
+        break;
+      }
+      case JointLimitType::kSwingTwist: {
+        v1::SwingTwistLimit* st = spec->mutable_swing_twist();
+        Vec3ToProto(limit.axis, st->mutable_axis());
+        st->set_max_swing(limit.max_swing);
+        st->set_min_twist(limit.min_angle);
+        st->set_max_twist(limit.max_angle);
+        break;
+      }
+      case JointLimitType::kHinge: {
+        v1::HingeLimit* h = spec->mutable_hinge();
+        Vec3ToProto(limit.axis, h->mutable_axis());
+        h->set_min_angle(limit.min_angle);
+        h->set_max_angle(limit.max_angle);
+        break;
+      }
+      case JointLimitType::kNone:
+        break;
+    }
+  }
+}
 
 absl::StatusOr<Eigen::Vector3f> RequiredVec3(bool has, const v1::Vec3& v,
                                              absl::string_view field) {
@@ -104,19 +164,30 @@ absl::StatusOr<IkTolerance> ToleranceFromProto(const v1::Tolerance& proto,
   return tolerance;
 }
 
-absl::StatusOr<std::vector<int>> ChainFromProto(
+absl::StatusOr<std::vector<int>> JointsFromProto(
     const Skeleton& skeleton,
     const google::protobuf::RepeatedPtrField<std::string>& names,
     absl::string_view field) {
-  std::vector<int> chain;
-  chain.reserve(names.size());
+  std::vector<int> joints;
+  joints.reserve(names.size());
   for (int i = 0; i < names.size(); ++i) {
     auto joint =
         JointIndex(skeleton, names[i], absl::StrCat(field, "[", i, "]"));
     if (!joint.ok()) return joint.status();
-    chain.push_back(*joint);
+    joints.push_back(*joint);
   }
-  if (absl::Status s = ValidateChain(skeleton, chain, field); !s.ok()) return s;
+  return joints;
+}
+
+absl::StatusOr<std::vector<int>> ChainFromProto(
+    const Skeleton& skeleton,
+    const google::protobuf::RepeatedPtrField<std::string>& names,
+    absl::string_view field) {
+  auto chain = JointsFromProto(skeleton, names, field);
+  if (!chain.ok()) return chain.status();
+  if (absl::Status s = ValidateChain(skeleton, *chain, field); !s.ok()) {
+    return s;
+  }
   return chain;
 }
 
@@ -249,6 +320,26 @@ std::vector<FieldRange> IterativeSolverRanges() {
            .min = 0,
            .max = kMaxIkIterations,
            .server_limited = true}};
+}
+
+namespace {
+constexpr int kMaxWireClampSmoothing = 2;
+}  // namespace
+
+absl::StatusOr<int> ClampSmoothingFromProto(int32_t value,
+                                            absl::string_view field) {
+  if (value < 0 || value > kMaxWireClampSmoothing) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": ", value, " is not in [0, ", kMaxWireClampSmoothing, "]"));
+  }
+  return value;
+}
+
+FieldRange ClampSmoothingRange() {
+  return {.field = "clamp_smoothing",
+          .min = 0,
+          .max = kMaxWireClampSmoothing,
+          .server_limited = false};
 }
 
 }  // namespace posewire::server

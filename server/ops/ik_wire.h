@@ -52,10 +52,28 @@ absl::StatusOr<IkTolerance> ToleranceFromProto(const v1::Tolerance& proto,
                                                const IkTolerance& fallback,
                                                absl::string_view field);
 
+// The joints `names` name, in order: INVALID_ARGUMENT "<field>[i]: no joint
+// named ..." for an unknown one. No check of how they relate.
+absl::StatusOr<std::vector<int>> JointsFromProto(
+    const Skeleton& skeleton,
+    const google::protobuf::RepeatedPtrField<std::string>& names,
+    absl::string_view field);
+
+// JointsFromProto, each joint the parent of the next (ValidateChain).
 absl::StatusOr<std::vector<int>> ChainFromProto(
     const Skeleton& skeleton,
     const google::protobuf::RepeatedPtrField<std::string>& names,
     absl::string_view field);
+
+EulerOrder EulerOrderFromProto(v1::EulerOrder order);
+v1::EulerOrder EulerOrderToProto(EulerOrder order);
+
+// The wire form of `limits` (one per joint of `skeleton`): a spec per
+// joint whose limit is not kNone, in joint order, that LimitsFromProto
+// reads back to the same floats.
+void LimitsToProto(
+    const Skeleton& skeleton, absl::Span<const JointLimit> limits,
+    google::protobuf::RepeatedPtrField<v1::JointLimitSpec>* specs);
 
 // One JointLimit per skeleton joint (kNone where nothing is given), or an
 // empty vector when no limit is given at all.
@@ -99,6 +117,15 @@ absl::StatusOr<CompiledSolver<Job>> CompileSolver(const OpCompileInput& input,
 
 // The bounded counts of an iterative solver op, for its OpSpec.
 std::vector<FieldRange> IterativeSolverRanges();
+
+// The clamp_smoothing of the ops with FinalIK's cone clamp (aim_ik,
+// look_at): the wire documents FinalIK's range [0, 2]; the core jobs accept
+// more passes, which the proto does not promise. `value` when in range,
+// else INVALID_ARGUMENT "<field>: 5 is not in [0, 2]".
+absl::StatusOr<int> ClampSmoothingFromProto(int32_t value,
+                                            absl::string_view field);
+// Its range, for the op's OpSpec.
+FieldRange ClampSmoothingRange();
 
 // The arrays a single-chain solver op owns (CCD, FABRIK) and its job's spans
 // point into; a job without one of these fields ignores it.

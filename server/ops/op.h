@@ -12,6 +12,7 @@
 #ifndef POSEWIRE_SERVER_OPS_OP_H_
 #define POSEWIRE_SERVER_OPS_OP_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -27,11 +28,14 @@
 #include "posewire/v1/posewire.pb.h"
 #include "server/ops/clip_library.h"
 #include "server/wire/wire_convert.h"
+#include "solver_core/analytic_ik/ground.h"
+#include "solver_core/analytic_ik/look_at.h"
 #include "solver_core/dynamics/dynamics_state.h"
 #include "solver_core/model/pose.h"
 #include "solver_core/model/skeleton.h"
 #include "solver_core/model/transform.h"
 #include "solver_core/pose_ops/crossfade.h"
+#include "solver_core/referee/plausibility.h"
 
 namespace posewire::server {
 
@@ -49,10 +53,16 @@ struct StateSlot {
 struct CharacterState {
   absl::node_hash_map<std::string, StateSlot<CrossfadeState>> crossfades;
   absl::node_hash_map<std::string, StateSlot<DynamicsState>> springs;
+  absl::node_hash_map<std::string, StateSlot<GroundState>> grounds;
+  absl::node_hash_map<std::string, StateSlot<LookAtState>> looks;
+  absl::node_hash_map<std::string, StateSlot<PlausibilityHistory>> plausibility;
 
   void Clear() {
     crossfades.clear();
     springs.clear();
+    grounds.clear();
+    looks.clear();
+    plausibility.clear();
   }
 };
 
@@ -103,9 +113,42 @@ class StateUndo {
   absl::InlinedVector<Entry, 4> entries_;
 };
 
+// One frame of a stateful op under `key` in `map`: `solve(state, next)`
+// reads the slot's state and writes the next one into the spare buffer. On
+// success the two are swapped and the swap recorded in `undo` (may be
+// null); on failure a slot this frame created is removed again, so a failed
+// frame leaves the character's state as it was. `key` must outlive the
+// frame (ops keep theirs).
+template <typename State, typename Solve>
+absl::Status StepState(absl::node_hash_map<std::string, StateSlot<State>>& map,
+                       const std::string& key, StateUndo* undo, Solve&& solve) {
+  // Not a structured binding: clang before 16 cannot capture one.
+  const auto emplaced = map.try_emplace(key);
+  const auto slot = emplaced.first;
+  const bool created = emplaced.second;
+  if (absl::Status s = solve(slot->second.state, slot->second.next); !s.ok()) {
+    if (created) map.erase(slot);
+    return s;
+  }
+  std::swap(slot->second.state, slot->second.next);
+  if (undo != nullptr) undo->Swapped(map, key, created);
+  return absl::OkStatus();
+}
+
 // The server limits ops are compiled under.
 struct OpLimits {
   int max_solver_iterations = 1000;
+};
+
+// Skeletons other than the character's that an op may name (retarget's
+// source): by content hash (a Solve's skeleton cache) or by registration id
+// (a session's). An empty function, or a null result, is NOT_FOUND.
+struct SkeletonLookup {
+  std::function<std::shared_ptr<const Skeleton>(const std::string& hash)>
+      by_hash;
+  std::function<std::shared_ptr<const Skeleton>(const std::string& id)> by_id;
+  // Largest skeleton an op may send inline, in joints.
+  int max_joints = kMaxSkeletonJoints;
 };
 
 // What compiling one op reads.
@@ -116,6 +159,8 @@ struct OpCompileInput {
   // The op's field, which every error starts with, e.g.
   // "register_rig.ops[1].two_bone_ik".
   absl::string_view field;
+  // Null: no other skeletons.
+  const SkeletonLookup* skeletons = nullptr;
 };
 
 // An op's field name, e.g. "frame.characters[0]" + ".ops[1].aim_ik", kept

@@ -22,7 +22,8 @@ const Table& TheTable() {
         CrossfadeOpSpec(),       TwoBoneIkOpSpec(),   AimIkOpSpec(),
         CcdIkOpSpec(),           FabrikIkOpSpec(),    FabrikTreeIkOpSpec(),
         FullBodyBipedIkOpSpec(), FullBodyCcdOpSpec(), SpringBonesOpSpec(),
-        ValidateOpSpec()};
+        ValidateOpSpec(),        LookAtOpSpec(),      GroundOpSpec(),
+        RetargetOpSpec(),        PlausibilityOpSpec()};
     // Names come from the proto's descriptor, looked up once (a lookup per
     // op of every character was 1% of a batch-loaded server's samples).
     const google::protobuf::OneofDescriptor* oneof =
@@ -63,6 +64,7 @@ absl::Span<const UpdateField> UpdateFields() {
       {kUpdateExternalForce, "external_force"},
       {kUpdateWind, "wind"},
       {kUpdateColliders, "colliders"},
+      {kUpdateGroundSamples, "ground_samples"},
   };
   return kFields;
 }
@@ -80,7 +82,8 @@ uint32_t SetUpdateInputs(const v1::OpUpdate& u) {
          (u.has_gravity() ? kUpdateGravity : 0u) |
          (u.has_external_force() ? kUpdateExternalForce : 0u) |
          (u.has_wind() ? kUpdateWind : 0u) |
-         (u.colliders().empty() ? 0u : kUpdateColliders);
+         (u.colliders().empty() ? 0u : kUpdateColliders) |
+         (u.ground_samples().empty() ? 0u : kUpdateGroundSamples);
 }
 
 const OpSpec* FindOpSpec(v1::Operation::OpCase op_case) {

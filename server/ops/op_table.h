@@ -32,6 +32,7 @@ enum UpdatableInput : uint32_t {
   kUpdateExternalForce = 1u << 9,
   kUpdateWind = 1u << 10,
   kUpdateColliders = 1u << 11,
+  kUpdateGroundSamples = 1u << 12,
 };
 
 // One OpUpdate field: its bit and its name on the wire.
@@ -102,6 +103,10 @@ OpSpec FullBodyBipedIkOpSpec();
 OpSpec FullBodyCcdOpSpec();
 OpSpec SpringBonesOpSpec();
 OpSpec ValidateOpSpec();
+OpSpec LookAtOpSpec();
+OpSpec GroundOpSpec();
+OpSpec RetargetOpSpec();
+OpSpec PlausibilityOpSpec();
 
 }  // namespace posewire::server
 

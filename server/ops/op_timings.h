@@ -17,7 +17,7 @@ inline constexpr std::array<double, 12> kOperationSecondsBuckets = {
 class OperationTimings {
  public:
   // One slot per v1::Operation oneof case (its field number).
-  static constexpr int kOpCases = 16;
+  static constexpr int kOpCases = 20;
   // Per op case, observations per bucket as Prometheus counts them: bucket
   // b holds values <= kOperationSecondsBuckets[b], the last one the rest.
   using Buckets = std::array<double, kOperationSecondsBuckets.size() + 1>;

@@ -15,7 +15,7 @@ namespace posewire::server {
 absl::StatusOr<std::shared_ptr<const Plan>> Plan::Compile(
     const Skeleton& skeleton,
     const google::protobuf::RepeatedPtrField<v1::Operation>& ops,
-    OpLimits limits, absl::string_view field) {
+    OpLimits limits, absl::string_view field, const SkeletonLookup* skeletons) {
   auto plan = std::make_shared<Plan>();
   plan->cases_.reserve(ops.size());
   plan->ops_.reserve(ops.size());
@@ -39,8 +39,11 @@ absl::StatusOr<std::shared_ptr<const Plan>> Plan::Compile(
     std::string suffix =
         absl::StrCat(".ops[", i, "].", OperationName(op.op_case()));
     const std::string op_field = absl::StrCat(field, suffix);
-    CompiledOp compiled = spec->compile(OpCompileInput{
-        .skeleton = skeleton, .op = op, .limits = limits, .field = op_field});
+    CompiledOp compiled = spec->compile(OpCompileInput{.skeleton = skeleton,
+                                                       .op = op,
+                                                       .limits = limits,
+                                                       .field = op_field,
+                                                       .skeletons = skeletons});
     if (!compiled.ok()) return compiled.status();
     plan->cases_.push_back(op.op_case());
     plan->suffixes_.push_back(std::move(suffix));

@@ -269,10 +269,6 @@ class SpringBones final : public PreparedOp {
         colliders = moved;
       }
     }
-    // Not a structured binding: clang before 16 cannot capture one.
-    const auto emplaced = frame.state.springs.try_emplace(key_);
-    const auto slot = emplaced.first;
-    const bool created = emplaced.second;
     // The solver's ~20 work vectors, kept per thread between frames.
     thread_local SpringBonesScratch scratch;
     SpringBonesResult report;
@@ -284,20 +280,18 @@ class SpringBones final : public PreparedOp {
     job.dt = frame.dt;
     job.forces = forces;
     job.colliders = colliders;
-    job.state_in = &slot->second.state;
     job.reset = reset_;
     job.output = absl::MakeSpan(frame.pose);
-    job.state_out = &slot->second.next;
     job.result = &report;
     job.scratch = &scratch;
-    if (absl::Status s = job.Run(); !s.ok()) {
-      if (created) frame.state.springs.erase(slot);
-      return frame.field.Prefix(s);
-    }
-    std::swap(slot->second.state, slot->second.next);
-    if (frame.undo != nullptr) {
-      frame.undo->Swapped(frame.state.springs, key_, created);
-    }
+    const absl::Status s =
+        StepState(frame.state.springs, key_, frame.undo,
+                  [&](const DynamicsState& state, DynamicsState& next) {
+                    job.state_in = &state;
+                    job.state_out = &next;
+                    return job.Run();
+                  });
+    if (!s.ok()) return frame.field.Prefix(s);
     frame.result.set_iterations(report.substeps);
     if (report.initialized) {
       frame.result.add_warnings("initialised from the pose");

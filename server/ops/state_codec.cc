@@ -1,11 +1,15 @@
 #include "server/ops/state_codec.h"
 
+#include <cmath>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/ops/ik_wire.h"
 #include "server/ops/pose_source.h"
 #include "server/wire/wire_convert.h"
+#include "solver_core/analytic_ik/ground.h"
+#include "solver_core/analytic_ik/look_at.h"
 
 namespace posewire::server {
 
@@ -62,6 +66,60 @@ absl::Status StateFromProto(
         state.springs[key].state = *std::move(parsed);
         break;
       }
+      case v1::OperationState::kGround: {
+        const v1::GroundState& wire = value.ground();
+        if (wire.foot_offsets_size() > kMaxGroundLegs) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, ".ground.foot_offsets: ", wire.foot_offsets_size(),
+              " offsets; a ground op has at most ", kMaxGroundLegs, " legs"));
+        }
+        // Finiteness is checked by GroundJob::Validate when the op runs.
+        GroundState& ground = state.grounds[key].state;
+        ground = GroundState{};
+        ground.pelvis_offset = wire.pelvis_offset();
+        for (int i = 0; i < wire.foot_offsets_size(); ++i) {
+          ground.foot_offsets[i] = wire.foot_offsets(i);
+        }
+        break;
+      }
+      case v1::OperationState::kLookAt: {
+        auto direction = OptionalVec3(
+            value.look_at().has_direction(), value.look_at().direction(),
+            Eigen::Vector3f::Zero(), absl::StrCat(where, ".look_at.direction"));
+        if (!direction.ok()) return direction.status();
+        state.looks[key].state.direction = *direction;
+        break;
+      }
+      case v1::OperationState::kPlausibility: {
+        const v1::PlausibilityState& wire = value.plausibility();
+        if (wire.frames_size() > 2) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, ".plausibility.frames: ", wire.frames_size(),
+                           " frames; the check keeps at most 2"));
+        }
+        // Sizes and values are checked against the skeleton by
+        // PlausibilityJob::Validate when the op runs.
+        PlausibilityHistory history;
+        history.frames = wire.frames_size();
+        for (int i = 0; i < wire.frames_size(); ++i) {
+          const v1::PlausibilityFrame& f = wire.frames(i);
+          const std::string at =
+              absl::StrCat(where, ".plausibility.frames[", i, "]");
+          auto pose = UnsizedPoseFromProto(f.pose(), absl::StrCat(at, ".pose"));
+          if (!pose.ok()) return pose.status();
+          history.poses[i] = *std::move(pose);
+          auto root = TransformFromProto(f.root(), absl::StrCat(at, ".root"));
+          if (!root.ok()) return root.status();
+          history.placements[i] = *root;
+          if (!std::isfinite(f.dt()) || f.dt() < 0.0f) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(at, ".dt: ", f.dt(), " must be finite and >= 0"));
+          }
+          history.dts[i] = f.dt();
+        }
+        state.plausibility[key].state = std::move(history);
+        break;
+      }
       case v1::OperationState::STATE_NOT_SET:
         return absl::InvalidArgumentError(
             absl::StrCat(where, ": empty state entry"));
@@ -75,6 +133,29 @@ void StateToProto(
     google::protobuf::Map<std::string, v1::OperationState>* proto) {
   for (const auto& [key, slot] : state.springs) {
     (*proto)[key].set_dynamics(SerializeDynamicsState(slot.state));
+  }
+  for (const auto& [key, slot] : state.grounds) {
+    v1::GroundState* wire = (*proto)[key].mutable_ground();
+    wire->set_pelvis_offset(slot.state.pelvis_offset);
+    // Trailing zeros (legs the op does not have) are left out.
+    int n = kMaxGroundLegs;
+    while (n > 0 && slot.state.foot_offsets[n - 1] == 0.0f) --n;
+    for (int i = 0; i < n; ++i) {
+      wire->add_foot_offsets(slot.state.foot_offsets[i]);
+    }
+  }
+  for (const auto& [key, slot] : state.looks) {
+    Vec3ToProto(slot.state.direction,
+                (*proto)[key].mutable_look_at()->mutable_direction());
+  }
+  for (const auto& [key, slot] : state.plausibility) {
+    v1::PlausibilityState* wire = (*proto)[key].mutable_plausibility();
+    for (int i = 0; i < slot.state.frames; ++i) {
+      v1::PlausibilityFrame* f = wire->add_frames();
+      PoseToProto(slot.state.poses[i], f->mutable_pose());
+      TransformToProto(slot.state.placements[i], f->mutable_root());
+      f->set_dt(slot.state.dts[i]);
+    }
   }
   for (const auto& [key, slot] : state.crossfades) {
     const CrossfadeState& player = slot.state;

@@ -25,6 +25,7 @@ absl::Status SolveCharacter(const CharacterInputs& in, CharacterState& state,
     return TransformFromProto(*in.root, name);
   });
   if (!root.ok()) return root.status();
+  scratch.root = *root;
   const PlanFrame frame{.skeleton = &skeleton,
                         .clips = in.clips,
                         .dt = in.dt,

@@ -52,6 +52,8 @@ struct CharacterOutputs {
 struct CharacterScratch {
   LocalPose pose;
   ModelPose model;
+  // The character's placement, as the frame sent it.
+  Transform root;
 };
 
 // Solves one character, updating `state` in place. On an error the outputs

@@ -32,7 +32,8 @@ class PlanCache {
   absl::StatusOr<std::shared_ptr<const Plan>> Get(
       std::shared_ptr<const Skeleton> skeleton, absl::string_view skeleton_hash,
       const google::protobuf::RepeatedPtrField<v1::Operation>& ops,
-      OpLimits limits, absl::string_view field);
+      OpLimits limits, absl::string_view field,
+      const SkeletonLookup* skeletons = nullptr);
 
   int size() const;
 

@@ -1,5 +1,6 @@
 #include "server/service/server_config.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -51,6 +52,23 @@ absl::Status ServerConfig::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "--max_session_bytes: ", max_session_bytes, " is below 1024"));
   }
+  if (max_snapshot_bytes < 1024) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_snapshot_bytes: ", max_snapshot_bytes, " is below 1024"));
+  }
+  if (history_frames < 0 || history_frames > 100000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--history_frames: ", history_frames, " is not in [0, 100000]"));
+  }
+  if (!(history_window_seconds >= 0.0 && history_window_seconds <= 3600.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--history_window_seconds: ", history_window_seconds,
+                     " is not in [0, 3600]"));
+  }
+  if (max_queries_per_request < 1) {
+    return absl::InvalidArgumentError(
+        "--max_queries_per_request: must be at least 1");
+  }
   // gRPC takes milliseconds; below 1 ms a ping could never be answered.
   if (keepalive_time < absl::Milliseconds(1) ||
       keepalive_timeout < absl::Milliseconds(1)) {
@@ -73,6 +91,10 @@ absl::Status ServerConfig::Validate() const {
     return absl::InvalidArgumentError("--shutdown_grace: must not be negative");
   }
   return absl::OkStatus();
+}
+
+int64_t ServerConfig::EffectiveSnapshotBytes() const {
+  return std::min(max_snapshot_bytes, max_message_bytes / 2);
 }
 
 int ServerConfig::EffectiveThreads() const {

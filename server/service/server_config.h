@@ -44,6 +44,24 @@ struct ServerConfig {
   // max_sessions it bounds the memory sessions can pin: a count of objects
   // alone does not, since each may be a message of max_message_bytes.
   int64_t max_session_bytes = 64 << 20;
+  // Solved frames a session keeps per character for rewind queries
+  // (HitQuery), and how far back before the newest a query may go. 64
+  // frames hold a second at 60 Hz; a second is the usual lag-compensation
+  // bound (Source's sv_maxunlag). Each kept frame costs 48 bytes a joint
+  // (not counted in max_session_bytes).
+  int history_frames = 64;
+  double history_window_seconds = 1.0;
+  // Most rays and spheres in one HitQuery.
+  int max_queries_per_request = 1024;
+  // Largest session snapshot (SessionSnapshot.data) written or resumed
+  // from. A snapshot holds hashes, not registrations, so it grows with the
+  // characters' state: a spring chain's particles are tens of bytes a
+  // joint, and 4 MiB holds thousands of characters.
+  int64_t max_snapshot_bytes = 4 << 20;
+  // Key of the HMAC-SHA-256 that seals snapshots, shared by the replicas a
+  // client may resume on; empty (the default): a plain SHA-256 checksum,
+  // which catches truncation and corruption but not a forgery.
+  std::string snapshot_key;
   // Skeletons kept for SkeletonRef.hash lookups (least recently used go).
   int skeleton_cache_size = 1024;
   // HTTP address for Prometheus metrics (/metrics); empty: not served.
@@ -67,6 +85,10 @@ struct ServerConfig {
 
   // Checks ranges; errors name the flag to fix.
   absl::Status Validate() const;
+  // The snapshot size limit in force: max_snapshot_bytes, or half of
+  // max_message_bytes when that is lower, so that a snapshot always fits
+  // in the messages that carry it (GetInfo limits.max_snapshot_bytes).
+  int64_t EffectiveSnapshotBytes() const;
   // The thread count actually used (resolves 0).
   int EffectiveThreads() const;
 };

@@ -7,22 +7,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/ops/plan.h"
+#include "server/service/wire_status.h"
 #include "server/wire/field_name.h"
+#include "server/wire/hitbox_convert.h"
 #include "server/wire/wire_convert.h"
+#include "solver_core/model/local_to_model.h"
 
 namespace posewire::server {
 namespace {
-
-// Sets `*message`'s status field from `status`, leaving it unset when OK
-// (an unset Status reads as code 0 in every language): one sub-message less
-// per character for the server to write and each client to parse.
-template <typename Message>
-void SetStatus(const absl::Status& status, Message* message) {
-  if (status.ok()) return;
-  v1::Status* out = message->mutable_status();
-  out->set_code(static_cast<int>(status.code()));
-  out->set_message(std::string(status.message()));
-}
 
 // The kind and id a Registered answer echoes; an empty kind for a frame.
 std::pair<absl::string_view, const std::string*> Registration(
@@ -36,6 +29,8 @@ std::pair<absl::string_view, const std::string*> Registration(
       return {"rig", &request.register_rig().id()};
     case v1::SessionRequest::kRegisterCharacter:
       return {"character", &request.register_character().id()};
+    case v1::SessionRequest::kRegisterHitboxes:
+      return {"hitboxes", &request.register_hitboxes().id()};
     default:
       return {"", nullptr};
   }
@@ -47,33 +42,78 @@ void Session::Handle(const v1::SessionRequest& request,
                      v1::SessionResponse* response) {
   if (request.has_frame()) {
     ++stats_.messages;
+    if (absl::Status s = CheckNotResuming("frame"); !s.ok()) {
+      ++stats_.errors;
+      response->mutable_frame()->set_sequence(request.frame().sequence());
+      SetStatus(s, response->mutable_frame());
+      return;
+    }
     HandleFrame(request.frame(), response->mutable_frame());
     return;
   }
-  const auto [kind, id] = Registration(request);
+  if (request.has_query()) {
+    ++stats_.messages;
+    if (absl::Status s = CheckNotResuming("query"); !s.ok()) {
+      ++stats_.errors;
+      SetStatus(s, response->mutable_query());
+      return;
+    }
+    HandleQuery(request.query(), response->mutable_query());
+    return;
+  }
+  if (request.has_snapshot()) {
+    ++stats_.messages;
+    HandleSnapshotRequest(request.snapshot(), response->mutable_snapshot());
+    return;
+  }
+  if (request.has_resume()) {
+    ++stats_.messages;
+    HandleResume(request.resume(), response->mutable_resume());
+    return;
+  }
+  // Not a structured binding: clang 14 cannot capture one in a lambda.
+  const std::pair<absl::string_view, const std::string*> registration =
+      Registration(request);
+  const absl::string_view kind = registration.first;
+  const std::string* id = registration.second;
   if (id == nullptr) {
     Register(request, response);
     return;
   }
-  const int64_t size = static_cast<int64_t>(request.ByteSizeLong());
-  if (bytes_ + size > config_.max_session_bytes) {
+  auto refuse = [&](const absl::Status& status) {
     ++stats_.messages;
     ++stats_.errors;
     v1::Registered* registered = response->mutable_registered();
     registered->set_kind(std::string(kind));
     registered->set_id(*id);
-    SetStatus(absl::ResourceExhaustedError(absl::StrCat(
-                  "register_", kind, ": ", size,
-                  " bytes would take this session to ", bytes_ + size,
-                  " bytes of registrations, over the server's limit of ",
-                  config_.max_session_bytes,
-                  " (--max_session_bytes); register less or open another "
-                  "session")),
-              registered);
+    SetStatus(status, registered);
+  };
+  int resent_index = -1;
+  if (resume_) {
+    absl::StatusOr<int> index = CheckResent(request, kind, *id);
+    if (!index.ok()) {
+      refuse(index.status());
+      return;
+    }
+    resent_index = *index;
+  }
+  const int64_t size = static_cast<int64_t>(request.ByteSizeLong());
+  if (bytes_ + size > config_.max_session_bytes) {
+    refuse(absl::ResourceExhaustedError(absl::StrCat(
+        "register_", kind, ": ", size, " bytes would take this session to ",
+        bytes_ + size, " bytes of registrations, over the server's limit of ",
+        config_.max_session_bytes,
+        " (--max_session_bytes); register less or open another session")));
     return;
   }
   Register(request, response);
-  if (response->registered().status().code() == 0) bytes_ += size;
+  if (response->registered().status().code() != 0) return;
+  bytes_ += size;
+  if (absl::Status s = NoteRegistration(request, kind, *id, resent_index);
+      !s.ok()) {
+    ++stats_.errors;
+    SetStatus(s, response->mutable_registered());
+  }
 }
 
 void Session::Register(const v1::SessionRequest& request,
@@ -103,13 +143,21 @@ void Session::Register(const v1::SessionRequest& request,
       reply("character", request.register_character().id());
       status = RegisterCharacter(request.register_character());
       break;
+    case v1::SessionRequest::kRegisterHitboxes:
+      reply("hitboxes", request.register_hitboxes().id());
+      status = RegisterHitboxes(request.register_hitboxes());
+      break;
     case v1::SessionRequest::kFrame:
+    case v1::SessionRequest::kQuery:
+    case v1::SessionRequest::kSnapshot:
+    case v1::SessionRequest::kResume:
       break;  // Handle's
     case v1::SessionRequest::MESSAGE_NOT_SET:
       reply("", "");
       status = absl::InvalidArgumentError(
           "empty SessionRequest: set register_skeleton, register_clip, "
-          "register_rig, register_character or frame");
+          "register_rig, register_character, register_hitboxes, frame, "
+          "query, snapshot or resume");
       break;
   }
   if (!status.ok()) ++stats_.errors;
@@ -196,9 +244,10 @@ absl::Status Session::RegisterRig(const v1::RegisterRig& message) {
   // Compiled now, so a rig that cannot run is refused here, once, instead
   // of failing every frame; clips are looked up when frames run, since a
   // rig may name a clip registered after it.
-  auto plan = Plan::Compile(
-      *entry->second.skeleton, message.ops(),
-      {.max_solver_iterations = config_.max_solver_iterations}, "register_rig");
+  auto plan =
+      Plan::Compile(*entry->second.skeleton, message.ops(),
+                    {.max_solver_iterations = config_.max_solver_iterations},
+                    "register_rig", &lookup_);
   if (!plan.ok()) return plan.status();
   rigs_.emplace(message.id(),
                 std::make_shared<const Rig>(Rig{entry->second.skeleton,
@@ -219,7 +268,33 @@ absl::Status Session::RegisterCharacter(const v1::RegisterCharacter& message) {
         absl::StrCat("register_character.rig_id: no rig '", message.rig_id(),
                      "' in this session: register it first"));
   }
-  characters_.emplace(message.id(), Character{rig->second, {}});
+  characters_.emplace(
+      message.id(), Character{.rig_id = message.rig_id(),
+                              .rig = rig->second,
+                              .state = {},
+                              .history = PoseHistory(config_.history_frames)});
+  ++objects_;
+  return absl::OkStatus();
+}
+
+absl::Status Session::RegisterHitboxes(const v1::RegisterHitboxes& message) {
+  if (absl::Status s = CheckNewId(hitbox_sets_, "hitboxes", message.id());
+      !s.ok()) {
+    return s;
+  }
+  auto entry = skeletons_.find(message.skeleton_id());
+  if (entry == skeletons_.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "register_hitboxes.skeleton_id: no skeleton '", message.skeleton_id(),
+        "' in this session: register it first"));
+  }
+  auto hitboxes = HitboxesFromProto(message.hitboxes(), *entry->second.skeleton,
+                                    "register_hitboxes.hitboxes");
+  if (!hitboxes.ok()) return hitboxes.status();
+  hitbox_sets_.emplace(message.id(),
+                       HitboxSet{.skeleton = entry->second.skeleton,
+                                 .skeleton_id = message.skeleton_id(),
+                                 .hitboxes = *std::move(hitboxes)});
   ++objects_;
   return absl::OkStatus();
 }
@@ -234,6 +309,14 @@ void Session::HandleFrame(const v1::Frame& frame, v1::FrameResult* result) {
   } else if (!std::isfinite(frame.dt()) || frame.dt() < 0.0f) {
     status = absl::InvalidArgumentError(
         absl::StrCat("frame.dt: ", frame.dt(), " must be finite and >= 0"));
+  } else if (frame.has_time() && !std::isfinite(frame.time())) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("frame.time: ", frame.time(), " must be finite"));
+  } else if (frame.has_time() && any_timed_frame_ &&
+             frame.time() < last_time_) {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "frame.time: ", frame.time(), " is before the last frame's time ",
+        last_time_, "; frame times must not go backwards"));
   } else if (frame.characters_size() > config_.max_characters_per_batch) {
     status = absl::ResourceExhaustedError(
         absl::StrCat("frame.characters: ", frame.characters_size(),
@@ -247,7 +330,15 @@ void Session::HandleFrame(const v1::Frame& frame, v1::FrameResult* result) {
   }
   any_frame_ = true;
   last_sequence_ = frame.sequence();
+  if (frame.has_time()) {
+    any_timed_frame_ = true;
+    last_time_ = frame.time();
+  }
   ++stats_.frames;
+  if (snapshot_every_ > 0 && ++frames_since_snapshot_ >= snapshot_every_) {
+    frames_since_snapshot_ = 0;
+    snapshot_due_ = true;
+  }
   // Gathered only for a metrics endpoint (a 1.7 KB table to clear).
   std::optional<OperationTimings> timings;
   if (metrics_ != nullptr && metrics_->times_operations()) timings.emplace();
@@ -310,9 +401,10 @@ absl::Status Session::SolveFrameCharacter(const v1::Frame& frame, int index,
   const Plan* plan = rig.plan.get();
   std::shared_ptr<const Plan> frame_plan;
   if (!in.ops().empty()) {
-    auto compiled = Plan::Compile(
-        *rig.skeleton, in.ops(),
-        {.max_solver_iterations = config_.max_solver_iterations}, field);
+    auto compiled =
+        Plan::Compile(*rig.skeleton, in.ops(),
+                      {.max_solver_iterations = config_.max_solver_iterations},
+                      field, &lookup_);
     if (!compiled.ok()) return compiled.status();
     frame_plan = *std::move(compiled);
     plan = frame_plan.get();
@@ -352,7 +444,92 @@ absl::Status Session::SolveFrameCharacter(const v1::Frame& frame, int index,
     if (in.reset_state()) std::swap(before_reset, state);
     return s;
   }
+  if (frame.has_time()) {
+    Record(character->second, frame.time(), in.want_model_pose());
+  }
   return absl::OkStatus();
+}
+
+void Session::Record(Character& character, double time, bool model_ready) {
+  const Skeleton& skeleton = *character.rig->skeleton;
+  const absl::Span<Transform> slot =
+      character.history.Next(skeleton.num_joints());
+  if (slot.empty()) return;  // no history kept
+  if (model_ready) {
+    // The answer's model pose, computed and screened for this frame.
+    std::copy(scratch_.model.begin(), scratch_.model.end(), slot.begin());
+  } else {
+    // The solved pose passed RunPlan's screens and has the skeleton's size.
+    LocalToModelJob{
+        .skeleton = &skeleton, .input = scratch_.pose, .output = slot}
+        .RunUnchecked();
+    // A pose whose model transforms overflow float is not kept: no query
+    // could place a hitbox on it (the frame itself was answered).
+    if (FirstNonFiniteJoint(slot) >= 0) return;
+  }
+  character.history.Commit(time, scratch_.root);
+}
+
+void Session::HandleQuery(const v1::HitQuery& query, v1::QueryResult* result) {
+  if (absl::Status s = AnswerQuery(query, result); !s.ok()) {
+    ++stats_.errors;
+    result->Clear();
+    SetStatus(s, result);
+  }
+}
+
+absl::Status Session::AnswerQuery(const v1::HitQuery& query,
+                                  v1::QueryResult* result) {
+  if (absl::Status s = CheckHitQuery(query, config_.max_queries_per_request,
+                                     config_.max_characters_per_batch);
+      !s.ok()) {
+    return s;
+  }
+  if (query_targets_.size() < static_cast<size_t>(query.targets_size())) {
+    query_targets_.resize(query.targets_size());
+  }
+  for (int i = 0; i < query.targets_size(); ++i) {
+    const v1::HitTarget& in = query.targets(i);
+    auto character = characters_.find(in.character_id());
+    if (character == characters_.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("query.targets[", i, "].character_id: no character '",
+                       in.character_id(), "' in this session"));
+    }
+    auto set = hitbox_sets_.find(in.hitbox_set());
+    if (set == hitbox_sets_.end()) {
+      return absl::NotFoundError(absl::StrCat(
+          "query.targets[", i, "].hitbox_set: no hitbox set '", in.hitbox_set(),
+          "' in this session: register_hitboxes first"));
+    }
+    const Rig& rig = *character->second.rig;
+    if (set->second.skeleton != rig.skeleton) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "query.targets[", i, "].hitbox_set: hitbox set '", in.hitbox_set(),
+          "' is for skeleton '", set->second.skeleton_id,
+          "', not the skeleton of character '", in.character_id(), "'"));
+    }
+    HitTargetPose& target = query_targets_[i];
+    target.character_id = &character->first;
+    target.skeleton = rig.skeleton.get();
+    target.hitboxes = set->second.hitboxes;
+    const PoseHistory& history = character->second.history;
+    const absl::string_view field =
+        query.has_time() ? "query.time" : "query.targets";
+    absl::Status s =
+        query.has_time()
+            ? history.Rewind(query.time(), config_.history_window_seconds,
+                             field, target.model, target.root)
+            : history.Newest(field, target.model, target.root);
+    if (!s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat(s.message(), " (query.targets[", i,
+                                 "], character '", in.character_id(), "')"));
+    }
+  }
+  return AnswerHitQuery(
+      query, absl::MakeSpan(query_targets_).first(query.targets_size()),
+      result);
 }
 
 }  // namespace posewire::server

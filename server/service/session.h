@@ -6,18 +6,24 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "posewire/v1/posewire.pb.h"
 #include "server/ops/clip_library.h"
 #include "server/ops/op.h"
 #include "server/ops/op_timings.h"
 #include "server/ops/plan.h"
 #include "server/service/character_solve.h"
+#include "server/service/hit_query.h"
+#include "server/service/pose_history.h"
 #include "server/service/server_config.h"
 #include "solver_core/model/skeleton.h"
+#include "solver_core/referee/hitboxes.h"
 
 namespace posewire::server {
 
@@ -34,7 +40,20 @@ class Session {
   // `metrics` (optional) records per-operation times.
   explicit Session(const ServerConfig& config,
                    OperationTimingsSink* metrics = nullptr)
-      : config_(config), metrics_(metrics) {}
+      : config_(config),
+        metrics_(metrics),
+        lookup_{.by_hash = {},
+                .by_id =
+                    [this](const std::string& id) {
+                      auto it = skeletons_.find(id);
+                      return it == skeletons_.end()
+                                 ? std::shared_ptr<const Skeleton>()
+                                 : it->second.skeleton;
+                    },
+                .max_joints = config.max_joints_per_skeleton} {}
+  // Not copied or moved: lookup_ refers to this session's skeletons.
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   // Handles one request; never fails as a whole: problems become error
   // statuses inside `response` (per message, per frame or per character).
@@ -48,6 +67,12 @@ class Session {
     ++stats_.messages;
     ++stats_.errors;
   }
+
+  // After Handle: when periodic snapshots are on (SnapshotRequest
+  // .every_frames) and the frame just handled completed a period, writes
+  // that snapshot to `response` and returns true; the transport sends it
+  // after the frame's answer.
+  bool TakeDueSnapshot(v1::SessionResponse* response);
 
   const SessionStats& stats() const { return stats_; }
 
@@ -63,10 +88,53 @@ class Session {
     std::shared_ptr<const Plan> plan;
   };
   struct Character {
+    std::string rig_id;
     std::shared_ptr<const Rig> rig;
     CharacterState state;
+    // Its solved model poses with their frame times, for HitQuery.
+    PoseHistory history;
+  };
+  struct HitboxSet {
+    std::shared_ptr<const Skeleton> skeleton;
+    std::string skeleton_id;
+    std::vector<Hitbox> hitboxes;
   };
 
+  // A resume waiting for the client to resend registrations.
+  struct PendingResume {
+    v1::SnapshotContent content;
+    // Per entry of registrations_: resent and registered.
+    std::vector<bool> received;
+    int remaining = 0;
+  };
+
+  // SnapshotRequest, ResumeSession (session.cc's snapshot part).
+  void HandleSnapshotRequest(const v1::SnapshotRequest& request,
+                             v1::SessionSnapshot* snapshot);
+  void WriteSnapshot(v1::SessionSnapshot* snapshot);
+  void HandleResume(const v1::ResumeSession& resume, v1::ResumeResult* result);
+  absl::Status StartResume(const v1::ResumeSession& resume,
+                           v1::ResumeResult* result);
+  // While a resume waits: checks that `request` is one of the registrations
+  // it waits for, with the snapshot's content hash; returns its index in
+  // registrations_ (or the refusal).
+  absl::StatusOr<int> CheckResent(const v1::SessionRequest& request,
+                                  absl::string_view kind,
+                                  const std::string& id) const;
+  // After a registration succeeded: records it for snapshots, or marks it
+  // received by the pending resume (and completes the resume after the
+  // last one).
+  absl::Status NoteRegistration(const v1::SessionRequest& request,
+                                absl::string_view kind, const std::string& id,
+                                int resent_index);
+  // Brings back the snapshot's characters and frame position; on an error
+  // the session is emptied (Clear).
+  absl::Status FinishResume();
+  // FAILED_PRECONDITION naming `field` while a resume waits, else OK.
+  absl::Status CheckNotResuming(absl::string_view field) const;
+  // Forgets every registration, character and frame position: a stream
+  // whose resume failed part-way starts afresh.
+  void Clear();
   // The registration switch, after the byte budget.
   void Register(const v1::SessionRequest& request,
                 v1::SessionResponse* response);
@@ -74,17 +142,25 @@ class Session {
   absl::Status RegisterClip(const v1::RegisterClip& message);
   absl::Status RegisterRig(const v1::RegisterRig& message);
   absl::Status RegisterCharacter(const v1::RegisterCharacter& message);
+  absl::Status RegisterHitboxes(const v1::RegisterHitboxes& message);
   // Checks the per-session object limit and that `id` is new in `kind`.
   template <typename Map>
   absl::Status CheckNewId(const Map& map, absl::string_view kind,
                           const std::string& id) const;
   void HandleFrame(const v1::Frame& frame, v1::FrameResult* result);
+  void HandleQuery(const v1::HitQuery& query, v1::QueryResult* result);
+  absl::Status AnswerQuery(const v1::HitQuery& query, v1::QueryResult* result);
+  // Keeps the character's solved pose (scratch_) in its history at `time`;
+  // `model_ready`: scratch_.model already holds its model pose.
+  void Record(Character& character, double time, bool model_ready);
   absl::Status SolveFrameCharacter(const v1::Frame& frame, int index,
                                    OperationTimings* timings,
                                    v1::CharacterResult* result);
 
   const ServerConfig& config_;
   OperationTimingsSink* metrics_;
+  // Skeletons a retarget op names as its source, by registration id.
+  const SkeletonLookup lookup_;
   SessionStats stats_;
   int objects_ = 0;
   // Wire bytes of the registrations held, against max_session_bytes: the
@@ -93,9 +169,24 @@ class Session {
   int64_t bytes_ = 0;
   bool any_frame_ = false;
   uint64_t last_sequence_ = 0;
+  // The last timed frame's time (Frame.time never goes backwards); frames
+  // without a time are neither checked against it nor kept in histories.
+  bool any_timed_frame_ = false;
+  double last_time_ = 0.0;
   absl::flat_hash_map<std::string, SkeletonEntry> skeletons_;
   absl::flat_hash_map<std::string, std::shared_ptr<const Rig>> rigs_;
   absl::flat_hash_map<std::string, Character> characters_;
+  absl::flat_hash_map<std::string, HitboxSet> hitbox_sets_;
+  // Skeletons, clips, rigs and hitbox sets in the order registered, with
+  // their content hashes: what a snapshot refers to.
+  std::vector<v1::SnapshotRegistration> registrations_;
+  std::optional<PendingResume> resume_;
+  // Periodic snapshots: every this many accepted frames (0: none).
+  uint32_t snapshot_every_ = 0;
+  uint32_t frames_since_snapshot_ = 0;
+  bool snapshot_due_ = false;
+  // A query's targets' poses, kept between queries.
+  std::vector<HitTargetPose> query_targets_;
   // Every character's poses on the way, kept between characters and
   // frames so that they are not heap allocations each time.
   CharacterScratch scratch_;

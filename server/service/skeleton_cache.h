@@ -12,6 +12,9 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "posewire/v1/posewire.pb.h"
 #include "server/service/plan_cache.h"
 #include "solver_core/model/skeleton.h"
 
@@ -44,6 +47,20 @@ class SkeletonCache {
   absl::flat_hash_map<std::string, std::list<Entry>::iterator> index_;
   PlanCache plans_;
 };
+
+// A request's skeleton: sent inline (converted, checked and cached) or
+// named by the content hash a cache holds.
+struct ResolvedSkeleton {
+  std::shared_ptr<const Skeleton> skeleton;
+  std::string hash;
+};
+
+// NOT_FOUND for a hash `cache` does not hold (resend inline);
+// INVALID_ARGUMENT naming `field` for a bad skeleton or an empty ref.
+absl::StatusOr<ResolvedSkeleton> ResolveSkeleton(const v1::SkeletonRef& ref,
+                                                 int max_joints,
+                                                 SkeletonCache& cache,
+                                                 absl::string_view field);
 
 }  // namespace posewire::server
 

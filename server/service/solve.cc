@@ -19,44 +19,6 @@
 namespace posewire::server {
 namespace {
 
-struct ResolvedSkeleton {
-  std::shared_ptr<const Skeleton> skeleton;
-  std::string hash;
-};
-
-absl::StatusOr<ResolvedSkeleton> ResolveSkeleton(const v1::SkeletonRef& ref,
-                                                 const ServerConfig& config,
-                                                 SkeletonCache& cache,
-                                                 absl::string_view field) {
-  switch (ref.ref_case()) {
-    case v1::SkeletonRef::kSkeleton: {
-      auto skeleton =
-          SkeletonFromProto(ref.skeleton(), config.max_joints_per_skeleton,
-                            absl::StrCat(field, ".skeleton"));
-      if (!skeleton.ok()) return skeleton.status();
-      ResolvedSkeleton resolved;
-      resolved.hash = SkeletonHash(*skeleton);
-      resolved.skeleton =
-          cache.Insert(resolved.hash,
-                       std::make_shared<const Skeleton>(*std::move(skeleton)));
-      return resolved;
-    }
-    case v1::SkeletonRef::kHash: {
-      std::shared_ptr<const Skeleton> skeleton = cache.Find(ref.hash());
-      if (skeleton == nullptr) {
-        return absl::NotFoundError(absl::StrCat(
-            field, ".hash: this server does not know skeleton '", ref.hash(),
-            "' (never sent here, or evicted): send the skeleton inline"));
-      }
-      return ResolvedSkeleton{std::move(skeleton), ref.hash()};
-    }
-    case v1::SkeletonRef::REF_NOT_SET:
-      break;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, ": set either skeleton or hash"));
-}
-
 absl::Status SolveCharacters(const v1::SolveRequest& request,
                              const ServerConfig& config,
                              SkeletonCache& skeletons, const StopCheck& stop,
@@ -86,6 +48,12 @@ absl::Status SolveCharacters(const v1::SolveRequest& request,
   absl::flat_hash_map<const Skeleton*, std::unique_ptr<ClipLibrary>> libraries;
   const OpLimits limits{.max_solver_iterations = config.max_solver_iterations};
   CharacterScratch scratch;  // every character's poses on the way
+  // Other skeletons ops name (retarget's source), by content hash.
+  const SkeletonLookup lookup{
+      .by_hash = [&skeletons](
+                     const std::string& hash) { return skeletons.Find(hash); },
+      .by_id = {},
+      .max_joints = config.max_joints_per_skeleton};
 
   for (int c = 0; c < request.characters_size(); ++c) {
     if (absl::Status s = stop(); !s.ok()) return s;
@@ -93,7 +61,8 @@ absl::Status SolveCharacters(const v1::SolveRequest& request,
     const std::string field = absl::StrCat("characters[", c, "]");
     // Field names are joined only for an error (field_name.h).
     auto resolved = NamedOnError(field, ".skeleton", [&](absl::string_view f) {
-      return ResolveSkeleton(in.skeleton(), config, skeletons, f);
+      return ResolveSkeleton(in.skeleton(), config.max_joints_per_skeleton,
+                             skeletons, f);
     });
     if (!resolved.ok()) return resolved.status();
     const Skeleton& skeleton = *resolved->skeleton;
@@ -103,7 +72,7 @@ absl::Status SolveCharacters(const v1::SolveRequest& request,
       library = std::make_unique<ClipLibrary>(&skeleton, &request.clips());
     }
     auto plan = skeletons.plans().Get(resolved->skeleton, resolved->hash,
-                                      in.ops(), limits, field);
+                                      in.ops(), limits, field, &lookup);
     if (!plan.ok()) return plan.status();
     CharacterState state;
     if (!in.state().empty()) {

@@ -17,13 +17,16 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/program.h"
@@ -61,6 +64,19 @@ ABSL_FLAG(int, max_sessions_per_peer, 0,
           "(behind a load balancer every client shares its address).");
 ABSL_FLAG(int64_t, max_session_bytes, 64 << 20,
           "Most bytes of registrations (wire size) one session may hold.");
+ABSL_FLAG(int, history_frames, 64,
+          "Solved frames a session keeps per character for rewind queries.");
+ABSL_FLAG(double, history_window_seconds, 1.0,
+          "How far before a character's newest frame a query may rewind.");
+ABSL_FLAG(int, max_queries_per_request, 1024,
+          "Most rays and spheres in one hit query.");
+ABSL_FLAG(int64_t, max_snapshot_bytes, 4 << 20,
+          "Largest session snapshot written or resumed from, in bytes "
+          "(capped at half of --max_message_bytes).");
+ABSL_FLAG(std::string, snapshot_key_file, "",
+          "File whose bytes (at least 16, trailing whitespace ignored) key "
+          "the HMAC-SHA-256 sealing session snapshots; give every replica "
+          "a client may resume on the same file. Empty: a SHA-256 checksum.");
 ABSL_FLAG(absl::Duration, keepalive_time, absl::Seconds(30),
           "Ping a connection after this long without traffic, so a client "
           "that vanished without closing is noticed.");
@@ -179,6 +195,26 @@ void KeepFreedMemoryForReuse(int64_t max_message_bytes) {
 #endif
 }
 
+// The snapshot key's bytes; "" for no file. Trailing whitespace (an
+// editor's newline) is not part of the key, so replicas given the "same"
+// file agree.
+absl::StatusOr<std::string> ReadSnapshotKey(const std::string& path) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  if (!in || !(buffer << in.rdbuf())) {
+    return absl::NotFoundError(
+        absl::StrCat("--snapshot_key_file: cannot read ", path));
+  }
+  std::string key(absl::StripTrailingAsciiWhitespace(buffer.str()));
+  if (key.size() < 16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--snapshot_key_file: ", path, " holds ", key.size(),
+                     " bytes; a key needs at least 16"));
+  }
+  return key;
+}
+
 int Run() {
   const std::string level_name = absl::GetFlag(FLAGS_log_level);
   const spdlog::level::level_enum level = spdlog::level::from_str(level_name);
@@ -212,6 +248,18 @@ int Run() {
   config.max_session_objects = absl::GetFlag(FLAGS_max_session_objects);
   config.max_sessions_per_peer = absl::GetFlag(FLAGS_max_sessions_per_peer);
   config.max_session_bytes = absl::GetFlag(FLAGS_max_session_bytes);
+  config.history_frames = absl::GetFlag(FLAGS_history_frames);
+  config.history_window_seconds = absl::GetFlag(FLAGS_history_window_seconds);
+  config.max_queries_per_request = absl::GetFlag(FLAGS_max_queries_per_request);
+  config.max_snapshot_bytes = absl::GetFlag(FLAGS_max_snapshot_bytes);
+  if (absl::StatusOr<std::string> key =
+          ReadSnapshotKey(absl::GetFlag(FLAGS_snapshot_key_file));
+      key.ok()) {
+    config.snapshot_key = *std::move(key);
+  } else {
+    spdlog::error("{}", std::string(key.status().message()));
+    return 2;
+  }
   config.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
   config.keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
   config.skeleton_cache_size = absl::GetFlag(FLAGS_skeleton_cache_size);

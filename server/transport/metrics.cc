@@ -21,7 +21,7 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(
           .Name("posewire_calls_total")
           .Help("Finished RPCs and sessions by method and gRPC status code")
           .Register(registry);
-  for (const char* rpc : {"GetInfo", "Solve", "Session"}) {
+  for (const char* rpc : {"GetInfo", "Solve", "Session", "LearnLimits"}) {
     auto& by_code = metrics->calls_[rpc];
     for (int code = 0; code < kCodes; ++code) {
       by_code[code] = &calls.Add(

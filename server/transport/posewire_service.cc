@@ -12,7 +12,9 @@
 #include "proto/grpc_handoff.h"
 #include "proto/version.h"
 #include "server/ops/op_table.h"
+#include "server/service/learn_limits.h"
 #include "server/service/session.h"
+#include "server/service/session_snapshot.h"
 #include "server/service/solve.h"
 #include "spdlog/spdlog.h"
 
@@ -192,6 +194,14 @@ class PoseWireService::SessionReactor final
                        "the stream closed before a response was sent"));
       return;
     }
+    if (follow_up_pending_) {
+      // A periodic snapshot after its frame's answer: written before the
+      // next read, so one message is still all a session has in flight.
+      follow_up_pending_ = false;
+      HandOffToGrpc(this);
+      StartWrite(&follow_up_bytes_);
+      return;
+    }
     ReadNext();
   }
 
@@ -253,6 +263,19 @@ class PoseWireService::SessionReactor final
       End(s);
       return;
     }
+    if (response->has_frame()) {
+      follow_up_.Clear();
+      if (session_.TakeDueSnapshot(&follow_up_)) {
+        follow_up_bytes_.Clear();
+        if (grpc::Status s = SerializeToBytes(follow_up_, &follow_up_bytes_);
+            !s.ok()) {
+          final_code_ = absl::StatusCode::kInternal;
+          End(s);
+          return;
+        }
+        follow_up_pending_ = true;
+      }
+    }
     HandOffToGrpc(this);  // the write's OnWriteDone runs on a gRPC thread
     StartWrite(&response_bytes_);
   }
@@ -287,6 +310,12 @@ class PoseWireService::SessionReactor final
   int64_t messages_read_ = 0;
   grpc::ByteBuffer request_bytes_;
   grpc::ByteBuffer response_bytes_;
+  // A second answer to the message just read (a periodic snapshot after
+  // its frame), written once the first is done; only the pool task sets
+  // it, and OnWriteDone runs after that task.
+  v1::SessionResponse follow_up_;
+  grpc::ByteBuffer follow_up_bytes_;
+  bool follow_up_pending_ = false;
   // Reset for each message.
   MessagePair<v1::SessionRequest, v1::SessionResponse> messages_;
 };
@@ -312,6 +341,11 @@ PoseWireService::PoseWireService(const ServerConfig& config, Metrics* metrics,
   limits->set_skeleton_cache_size(config.skeleton_cache_size);
   limits->set_max_sessions_per_peer(config.max_sessions_per_peer);
   limits->set_max_session_bytes(config.max_session_bytes);
+  limits->set_history_frames(config.history_frames);
+  limits->set_history_window_seconds(config.history_window_seconds);
+  limits->set_max_queries_per_request(config.max_queries_per_request);
+  limits->set_max_snapshot_bytes(config.EffectiveSnapshotBytes());
+  limits->set_snapshot_version(kSnapshotVersion);
   // Exactly the op table; nothing that would answer
   // UNIMPLEMENTED.
   for (const std::string& op : SupportedOperations()) info_.add_operations(op);
@@ -428,6 +462,32 @@ grpc::ServerUnaryReactor* PoseWireService::Solve(
   } else {
     pool_->Submit(std::move(answer));
   }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PoseWireService::LearnLimits(
+    grpc::CallbackServerContext* context, const v1::LearnLimitsRequest* request,
+    v1::LearnLimitsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (grpc::Status auth = Authorize(context, "LearnLimits"); !auth.ok()) {
+    metrics_->CountCall("LearnLimits", absl::StatusCode::kUnauthenticated);
+    reactor->Finish(auth);
+    return reactor;
+  }
+  pool_->Submit([this, context, request, response, reactor] {
+    absl::Status status = CheckStop(context);
+    if (status.ok()) {
+      status = server::LearnLimits(*request, config_, skeletons_, response);
+    }
+    metrics_->CountCall("LearnLimits", status.code());
+    if (!status.ok()) {
+      response->Clear();
+      spdlog::info("LearnLimits from {} failed: {}", context->peer(),
+                   status.ToString());
+    }
+    HandOffToGrpc(reactor);
+    reactor->Finish(ToGrpcStatus(status));
+  });
   return reactor;
 }
 

@@ -29,7 +29,9 @@ namespace posewire::server {
 // INVALID_ARGUMENT saying what was wrong, and a session goes on.
 using PoseWireCallbackBase = v1::PoseWire::WithCallbackMethod_GetInfo<
     v1::PoseWire::WithRawCallbackMethod_Solve<
-        v1::PoseWire::WithRawCallbackMethod_Session<v1::PoseWire::Service>>>;
+        v1::PoseWire::WithRawCallbackMethod_Session<
+            v1::PoseWire::WithCallbackMethod_LearnLimits<
+                v1::PoseWire::Service>>>>;
 
 class PoseWireService final : public PoseWireCallbackBase {
  public:
@@ -48,6 +50,12 @@ class PoseWireService final : public PoseWireCallbackBase {
   grpc::ServerUnaryReactor* Solve(grpc::CallbackServerContext* context,
                                   const grpc::ByteBuffer* request,
                                   grpc::ByteBuffer* response) override;
+
+  // Runs on the worker pool: learning reads every key of every clip.
+  grpc::ServerUnaryReactor* LearnLimits(
+      grpc::CallbackServerContext* context,
+      const v1::LearnLimitsRequest* request,
+      v1::LearnLimitsResponse* response) override;
 
   // Carries serialised SessionRequest and SessionResponse messages.
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Session(

@@ -265,6 +265,18 @@ absl::StatusOr<LocalPose> PoseFromProto(const v1::Pose& proto,
   return pose;
 }
 
+absl::StatusOr<LocalPose> UnsizedPoseFromProto(const v1::Pose& proto,
+                                               absl::string_view field) {
+  const int floats = proto.transforms_size();
+  if (floats % kFloatsPerJoint != 0 ||
+      floats / kFloatsPerJoint > kMaxSkeletonJoints) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": ", floats, " floats; a pose has 10 per joint (tx ty tz qx ",
+        "qy qz qw sx sy sz) and at most ", kMaxSkeletonJoints, " joints"));
+  }
+  return UnpackPose(proto.transforms(), floats / kFloatsPerJoint, field);
+}
+
 void PoseToProto(absl::Span<const Transform> pose, v1::Pose* proto) {
   google::protobuf::RepeatedField<float>* floats = proto->mutable_transforms();
   const int n = static_cast<int>(pose.size()) * kFloatsPerJoint;
@@ -308,6 +320,22 @@ absl::StatusOr<Eigen::Quaternionf> QuatFromProto(const v1::Quat& proto,
   }
   q.normalize();
   return q;
+}
+
+void Vec3ToProto(const Eigen::Vector3f& v, v1::Vec3* proto) {
+  proto->set_x(v.x());
+  proto->set_y(v.y());
+  proto->set_z(v.z());
+}
+
+void TransformToProto(const Transform& transform, v1::Transform* proto) {
+  Vec3ToProto(transform.translation, proto->mutable_translation());
+  v1::Quat* q = proto->mutable_rotation();
+  q->set_x(transform.rotation.x());
+  q->set_y(transform.rotation.y());
+  q->set_z(transform.rotation.z());
+  q->set_w(transform.rotation.w());
+  Vec3ToProto(transform.scale, proto->mutable_scale());
 }
 
 absl::StatusOr<Transform> TransformFromProto(const v1::Transform& proto,

@@ -44,6 +44,11 @@ absl::StatusOr<LocalPose> PoseFromProto(const v1::Pose& proto,
 // after an error).
 absl::Status PoseFromProtoInto(const v1::Pose& proto, const Skeleton& skeleton,
                                absl::string_view field, LocalPose& out);
+// A pose of as many joints as `proto` holds (a multiple of 10 floats, at
+// most kMaxSkeletonJoints joints), values unchecked: for state that its
+// job checks against the skeleton when it runs.
+absl::StatusOr<LocalPose> UnsizedPoseFromProto(const v1::Pose& proto,
+                                               absl::string_view field);
 // Writes a pose as packed floats (replacing what `proto` held).
 void PoseToProto(absl::Span<const Transform> pose, v1::Pose* proto);
 
@@ -51,9 +56,11 @@ void PoseToProto(absl::Span<const Transform> pose, v1::Pose* proto);
 // unit scale. Rejects non-finite values and non-unit rotations.
 absl::StatusOr<Transform> TransformFromProto(const v1::Transform& proto,
                                              absl::string_view field);
+void TransformToProto(const Transform& transform, v1::Transform* proto);
 
 absl::StatusOr<Eigen::Vector3f> Vec3FromProto(const v1::Vec3& proto,
                                               absl::string_view field);
+void Vec3ToProto(const Eigen::Vector3f& v, v1::Vec3* proto);
 // A unit rotation (within kUnitQuaternionTolerance), normalised.
 absl::StatusOr<Eigen::Quaternionf> QuatFromProto(const v1::Quat& proto,
                                                  absl::string_view field);

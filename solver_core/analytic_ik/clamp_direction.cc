@@ -52,14 +52,25 @@ ClampedDirection ClampDirection(const Eigen::Vector3f& direction,
     return out;
   }
 
+  const float angle = AngleBetween(axis, direction);
+  if (1.0f - angle / kPi > clamp_weight) return out;  // inside the cone
+  out.changed = true;
+  out.direction = SlerpDirection(axis, direction / length,
+                                 ClampTurnFraction(angle, clamp_weight,
+                                                   smoothing_iterations)) *
+                  length;
+  return out;
+}
+
+float ClampTurnFraction(float angle, float clamp_weight,
+                        int smoothing_iterations) {
+  if (!(clamp_weight > 0.0f)) return 1.0f;
+  if (clamp_weight >= 1.0f) return 0.0f;
   // FinalIK's "dot" is not a dot product but the angle as a fraction of a
   // half turn, flipped: 1 along the axis, 0 opposite it. The direction is
   // inside the cone while it exceeds the clamp weight.
-  const float angle = AngleBetween(axis, direction);
   const float dot = 1.0f - angle / kPi;
-  if (dot > clamp_weight) return out;
-  out.changed = true;
-
+  if (dot > clamp_weight) return 1.0f;
   // Fraction of the angle that lands on the cone's edge ((1 - w) / (1 - dot),
   // FinalIK's expression simplified)...
   const float target_clamp =
@@ -71,29 +82,41 @@ ClampedDirection ClampDirection(const Eigen::Vector3f& direction,
   for (int i = 0; i < passes; ++i) {
     clamp_mlp = dmath::Sin(clamp_mlp * kPi * 0.5f);
   }
-  out.direction =
-      SlerpDirection(axis, direction / length, clamp_mlp * target_clamp) *
-      length;
-  return out;
+  return clamp_mlp * target_clamp;
 }
 
 Eigen::Vector3f SlerpDirection(const Eigen::Vector3f& a,
                                const Eigen::Vector3f& b, float t) {
   if (t == 0.0f) return a;
-  const float c = a.dot(b);
-  // Unit vector in the plane of a and b, perpendicular to a, toward b.
-  Eigen::Vector3f w = b - c * a;
+  return PointOnArc(ArcBetween(a, b), t);
+}
+
+DirectionArc ArcBetween(const Eigen::Vector3f& from,
+                        const Eigen::Vector3f& to) {
+  DirectionArc arc;
+  arc.from = from;
+  const float c = from.dot(to);
+  // Unit vector in the plane of from and to, perpendicular to from, toward
+  // to.
+  Eigen::Vector3f w = to - c * from;
   const float w_len = w.norm();
   if (w_len > 1e-6f) {
     w /= w_len;
   } else if (c > 0.0f) {
-    return a;  // same direction: nothing to interpolate
+    return arc;  // same direction: nothing to interpolate
   } else {
-    w = AnyPerpendicular(a);
+    w = AnyPerpendicular(from);
   }
-  const float angle = t * std::atan2(w_len, c);
-  const dmath::SinCosF sc = dmath::SinCos(angle);
-  return a * sc.cos + w * sc.sin;
+  arc.toward = w;
+  arc.angle = std::atan2(w_len, c);
+  arc.same = false;
+  return arc;
+}
+
+Eigen::Vector3f PointOnArc(const DirectionArc& arc, float t) {
+  if (t == 0.0f || arc.same) return arc.from;
+  const dmath::SinCosF sc = dmath::SinCos(t * arc.angle);
+  return arc.from * sc.cos + arc.toward * sc.sin;
 }
 
 Eigen::Quaternionf RotationBetween(const Eigen::Vector3f& from,

@@ -57,11 +57,37 @@ ClampedDirection ClampDirection(const Eigen::Vector3f& direction,
                                 const Eigen::Vector3f& normal_direction,
                                 float clamp_weight, int smoothing_iterations);
 
+// The fraction of the angle between a direction and the cone's axis that
+// ClampDirection turns the axis by, for a direction `angle` radians (in
+// [0, pi]) from the axis: 1 inside the cone (or clamp_weight <= 0 or NaN),
+// 0 for clamp_weight >= 1; outside the cone the fraction that lands on its
+// edge, scaled down the farther outside (0 when opposite) and smoothed.
+// FinalIK's LookAtIK scales its bones' turns by it (IKSolverLookAt's
+// GetForwards).
+float ClampTurnFraction(float angle, float clamp_weight,
+                        int smoothing_iterations);
+
 // Spherical interpolation between unit directions: `a` rotated toward `b` by
 // t times the angle between them (t = 0 returns `a` exactly). Opposite
 // directions rotate about a perpendicular axis chosen deterministically.
 Eigen::Vector3f SlerpDirection(const Eigen::Vector3f& a,
                                const Eigen::Vector3f& b, float t);
+
+// SlerpDirection in two steps, for several points of one arc: the arc from
+// unit `from` toward unit `to` (ArcBetween), then the point a fraction t of
+// the way along it (PointOnArc), with SlerpDirection's bits.
+struct DirectionArc {
+  Eigen::Vector3f from = Eigen::Vector3f::UnitZ();
+  // Unit, square to `from`, toward `to` (when opposite: a perpendicular
+  // chosen deterministically).
+  Eigen::Vector3f toward = Eigen::Vector3f::Zero();
+  // The angle from `from` to `to`, in [0, pi].
+  float angle = 0.0f;
+  // `to` is `from` within float precision: every point is `from`.
+  bool same = true;
+};
+DirectionArc ArcBetween(const Eigen::Vector3f& from, const Eigen::Vector3f& to);
+Eigen::Vector3f PointOnArc(const DirectionArc& arc, float t);
 
 // Shortest-arc rotation taking the direction of `from` onto the direction of
 // `to` (neither needs unit length). Identity when either is zero; a half turn

@@ -135,6 +135,52 @@ Eigen::Vector3f ToEuler(const Eigen::Quaternionf& q, EulerOrder order) {
   return out;
 }
 
+EulerRangeScreen MakeEulerRangeScreen(const JointLimit& limit) {
+  EulerRangeScreen screen;
+  if (limit.type != JointLimitType::kEuler) return screen;
+  screen.order = limit.euler_order;
+  for (int axis = 0; axis < 3; ++axis) {
+    const double lo = limit.euler_min[axis];
+    const double hi = limit.euler_max[axis];
+    const double half = 0.5 * (hi - lo) - kEulerScreenMargin;
+    // Too narrow to shrink and still leave the cosine test room above
+    // rounding: always computed exactly.
+    if (half < 2.0 * kEulerScreenMargin) return EulerRangeScreen();
+    const double mid = 0.5 * (lo + hi);
+    screen.cos_mid[axis] = static_cast<float>(std::cos(mid));
+    screen.sin_mid[axis] = static_cast<float>(std::sin(mid));
+    screen.cos_half[axis] =
+        half >= EIGEN_PI ? -2.0f : static_cast<float>(std::cos(half));
+  }
+  screen.usable = true;
+  return screen;
+}
+
+bool SurelyWithinEulerRanges(const EulerRangeScreen& screen,
+                             const Eigen::Quaternionf& q) {
+  if (!screen.usable) return false;
+  // The arguments ToEuler passes to atan2, from the same matrix.
+  const OrderAxes ax = AxesOf(screen.order);
+  const int i = ax.i, j = ax.j, k = ax.k;
+  const Eigen::Matrix3f m = q.normalized().toRotationMatrix();
+  const float s = ax.even ? 1.0f : -1.0f;
+  const float cos_b = std::sqrt(m(i, i) * m(i, i) + m(i, j) * m(i, j));
+  // Near gimbal lock ToEuler takes another path: leave it to the caller.
+  // (cos_b also scales the other two angles' directions: above 0.1 the
+  // margin stays far above rounding.)
+  if (!(cos_b > 0.1f)) return false;
+  // An angle atan2(y, x) lies in the arc when its direction's cosine to
+  // the middle direction reaches the half-width's cosine.
+  auto within = [&](int axis, float y, float x, float r) {
+    return x * screen.cos_mid[axis] + y * screen.sin_mid[axis] >=
+           r * screen.cos_half[axis];
+  };
+  const float yb = s * m(i, k);
+  const float rb = std::sqrt(yb * yb + cos_b * cos_b);
+  return within(j, yb, cos_b, rb) && within(i, -s * m(j, k), m(k, k), cos_b) &&
+         within(k, -s * m(i, j), m(i, i), cos_b);
+}
+
 Eigen::Quaternionf FromEuler(const Eigen::Vector3f& angles, EulerOrder order) {
   const OrderAxes ax = AxesOf(order);
   auto axis_rotation = [&](int axis) {

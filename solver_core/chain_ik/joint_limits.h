@@ -98,6 +98,37 @@ JointLimit SwingTwistLimit(const Eigen::Vector3f& twist_axis, float max_swing,
 JointLimit HingeLimit(const Eigen::Vector3f& axis, float min_angle,
                       float max_angle);
 
+// A quick test that a rotation lies within an Euler limit, for a caller
+// that checks many rotations against one limit (a referee): no arctangent.
+// Each axis's range is an arc, tested as the angle's direction against the
+// arc's middle direction and the cosine of its half-width, the arc shrunk
+// by kEulerScreenMargin on each side so that float rounding never admits an
+// angle ToEuler would put outside. So it is conservative: "surely within"
+// or "unsure" (near a bound, at gimbal lock, or a range too narrow to
+// shrink), where the caller computes the angles; a check that uses it
+// reports exactly what one without it reports.
+inline constexpr float kEulerScreenMargin = 1e-2f;
+
+struct EulerRangeScreen {
+  // False: every rotation is "unsure" (not an Euler limit, or its ranges
+  // too narrow).
+  bool usable = false;
+  EulerOrder order = EulerOrder::kXYZ;
+  // Per axis (x, y, z): the range's middle direction and the cosine of its
+  // shrunk half-width (-2 when the range is the whole circle).
+  Eigen::Vector3f cos_mid = Eigen::Vector3f::Zero();
+  Eigen::Vector3f sin_mid = Eigen::Vector3f::Zero();
+  Eigen::Vector3f cos_half = Eigen::Vector3f::Zero();
+};
+
+// Built once per limit (a valid one, ValidateJointLimit).
+EulerRangeScreen MakeEulerRangeScreen(const JointLimit& limit);
+
+// True when every Euler angle of `q` (relative to the limit's reference, as
+// ToEuler takes it) lies within the screened limit's ranges.
+bool SurelyWithinEulerRanges(const EulerRangeScreen& screen,
+                             const Eigen::Quaternionf& q);
+
 // Checks finiteness, ranges (min <= max, within the canonical intervals
 // above), unit axis (within 1e-3) and unit reference. Errors read
 // "<field>[<joint>] '<name>': ...".

@@ -693,7 +693,7 @@ absl::StatusOr<BipedMapping> BipedMapping::Create(
 
   // Default bend directions (IKConstraintBend.Initiate), or the torso's
   // answer for straight limbs.
-  const Eigen::Vector3f up = to_neck;
+  const Eigen::Vector3f& up = to_neck;
   for (int l = 0; l < kNumBipedLimbs; ++l) {
     const BipedLimb limb_id = static_cast<BipedLimb>(l);
     const BipedLimbReferences& limb = limbs[l];

@@ -12,14 +12,6 @@
 namespace posewire {
 namespace {
 
-// A hitbox placed in model space: its centre, its frame's rotation and (for
-// a capsule) its unit axis.
-struct PlacedHitbox {
-  Eigen::Vector3f center;
-  Eigen::Quaternionf rotation;
-  Eigen::Vector3f axis;  // the frame's Y axis
-};
-
 PlacedHitbox Place(const Transform& joint_model, const Hitbox& hitbox) {
   Transform offset;
   offset.translation = hitbox.offset_translation;
@@ -168,12 +160,81 @@ float SquaredDistance(const Eigen::Vector3f& q, const PlacedHitbox& p,
 
 bool Finite(const Eigen::Vector3f& v) { return v.allFinite(); }
 
-// What both queries check first: the skeleton is set, the model pose has
-// one valid transform per joint, and the hitboxes are valid for it.
-absl::Status CheckScene(const Skeleton* skeleton,
-                        absl::Span<const Hitbox> hitboxes,
-                        absl::Span<const Transform> model_pose,
-                        absl::string_view job) {
+// The ray's (unit d) entry into one placed hitbox.
+Entry EnterHitbox(const Eigen::Vector3f& o, const Eigen::Vector3f& d,
+                  const PlacedHitbox& p, const Hitbox& h) {
+  if (Inside(o, p, h)) return {.hit = true, .t = 0.0f, .normal = -d};
+  switch (h.shape) {
+    case HitboxShape::kSphere:
+      return EnterSphere(o, d, p.center, h.radius);
+    case HitboxShape::kCapsule:
+      return EnterCapsule(o, d, p, h);
+    case HitboxShape::kBox:
+      return EnterBox(o, d, p, h);
+  }
+  return {};
+}
+
+// The radius of a ball around the hitbox's centre that holds it.
+float BoundingRadius(const Hitbox& h) {
+  switch (h.shape) {
+    case HitboxShape::kSphere:
+      return h.radius;
+    case HitboxShape::kCapsule:
+      return h.radius + h.half_height;
+    case HitboxShape::kBox:
+      return h.half_extents.norm();
+  }
+  return std::numeric_limits<float>::infinity();
+}
+
+// Whether the ray (unit d) surely misses the hitbox's bounding ball, or
+// meets it only beyond `limit` (the nearest hit so far, or max_distance):
+// a few products that skip most hitboxes a ray passes by. The ball is
+// grown by a margin far above the rounding of this test and of the exact
+// ones (0.1% of its radius, plus 1e-5 of the distance to it), so it never
+// skips a hit the exact tests would keep: it saves work and never changes
+// an answer.
+bool SurelyMissed(const Eigen::Vector3f& o, const Eigen::Vector3f& d,
+                  const PlacedHitbox& p, const Hitbox& h, float limit) {
+  const Eigen::Vector3f m = o - p.center;
+  const float bound = BoundingRadius(h);
+  const float r = bound + (1e-3f * bound + 1e-5f * m.cwiseAbs().sum());
+  const float r2 = r * r;
+  if (m.squaredNorm() <= r2) return false;  // from inside or near: exact
+  const float b = m.dot(d);
+  if (b >= 0.0f) return true;  // outside the ball, going away
+  const float across = (m - d * b).squaredNorm();
+  if (across > r2) return true;                // passes beside it
+  return -b - std::sqrt(r2 - across) > limit;  // enters beyond the limit
+}
+
+// The limit SurelyMissed skips beyond: a hitbox entered farther than the
+// nearest hit so far cannot replace it.
+float Limit(const RayHit& best, float max_distance) {
+  return best.hitbox < 0 ? max_distance : std::min(max_distance, best.distance);
+}
+
+// Keeps the nearer of `best` and hitbox i's entry (ties: the lower index,
+// which came first).
+void KeepNearest(const Entry& e, int i, int joint, const Eigen::Vector3f& o,
+                 const Eigen::Vector3f& d, float max_distance, RayHit& best) {
+  if (!e.hit || e.t > max_distance) return;
+  if (best.hitbox < 0 || e.t < best.distance) {
+    best.hitbox = i;
+    best.joint = joint;
+    best.distance = e.t;
+    best.point = o + d * e.t;
+    best.normal = e.normal;
+  }
+}
+
+}  // namespace
+
+absl::Status ValidateHitScene(const Skeleton* skeleton,
+                              absl::Span<const Hitbox> hitboxes,
+                              absl::Span<const Transform> model_pose,
+                              absl::string_view job) {
   if (skeleton == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(job, ".skeleton: null"));
   }
@@ -185,62 +246,101 @@ absl::Status CheckScene(const Skeleton* skeleton,
   return ValidateHitboxes(*skeleton, hitboxes, absl::StrCat(job, ".hitboxes"));
 }
 
-}  // namespace
+void PlaceHitboxes(absl::Span<const Hitbox> hitboxes,
+                   absl::Span<const Transform> model_pose,
+                   absl::Span<PlacedHitbox> placed) {
+  for (size_t i = 0; i < hitboxes.size(); ++i) {
+    placed[i] = Place(model_pose[hitboxes[i].joint], hitboxes[i]);
+  }
+}
+
+RayHit FirstRayHit(absl::Span<const Hitbox> hitboxes,
+                   absl::Span<const PlacedHitbox> placed,
+                   const Eigen::Vector3f& origin,
+                   const Eigen::Vector3f& direction, float max_distance) {
+  const Eigen::Vector3f d = direction / direction.norm();
+  RayHit best;
+  for (size_t i = 0; i < hitboxes.size(); ++i) {
+    if (SurelyMissed(origin, d, placed[i], hitboxes[i],
+                     Limit(best, max_distance))) {
+      continue;
+    }
+    KeepNearest(EnterHitbox(origin, d, placed[i], hitboxes[i]),
+                static_cast<int>(i), hitboxes[i].joint, origin, d, max_distance,
+                best);
+  }
+  return best;
+}
+
+void OverlapSphere(absl::Span<const Hitbox> hitboxes,
+                   absl::Span<const PlacedHitbox> placed,
+                   const Eigen::Vector3f& center, float radius,
+                   std::vector<int>* overlapped) {
+  for (size_t i = 0; i < hitboxes.size(); ++i) {
+    if (SquaredDistance(center, placed[i], hitboxes[i]) <= radius * radius) {
+      overlapped->push_back(static_cast<int>(i));
+    }
+  }
+}
 
 absl::Status ValidateHitboxes(const Skeleton& skeleton,
                               absl::Span<const Hitbox> hitboxes,
                               absl::string_view field) {
   for (size_t i = 0; i < hitboxes.size(); ++i) {
     const Hitbox& h = hitboxes[i];
-    const std::string where = absl::StrCat(field, "[", i, "]");
+    // Built only for an error: a scene is checked once per query.
+    auto where_of = [&] { return absl::StrCat(field, "[", i, "]"); };
     if (h.joint < 0 || h.joint >= skeleton.num_joints()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ".joint: ", h.joint, " is not a joint of this ",
-                       skeleton.num_joints(), "-joint skeleton"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          where_of(), ".joint: ", h.joint, " is not a joint of this ",
+          skeleton.num_joints(), "-joint skeleton"));
     }
-    const std::string joint =
-        absl::StrCat(" (joint '", skeleton.joint_name(h.joint), "')");
+    auto joint = [&] {
+      return absl::StrCat(" (joint '", skeleton.joint_name(h.joint), "')");
+    };
     if (!Finite(h.offset_translation)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, ".offset_translation: not finite", joint));
+          absl::StrCat(where_of(), ".offset_translation: not finite", joint()));
     }
     const float n = h.offset_rotation.norm();
     if (!(std::abs(n - 1.0f) <= kUnitQuaternionTolerance)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          where, ".offset_rotation: norm ", n, " is not 1", joint));
+          where_of(), ".offset_rotation: norm ", n, " is not 1", joint()));
     }
     switch (h.shape) {
       case HitboxShape::kSphere:
       case HitboxShape::kCapsule:
         if (!(std::isfinite(h.radius) && h.radius > 0.0f)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              where, ".radius: ", h.radius, " must be finite and > 0", joint));
+          return absl::InvalidArgumentError(
+              absl::StrCat(where_of(), ".radius: ", h.radius,
+                           " must be finite and > 0", joint()));
         }
         if (h.shape == HitboxShape::kCapsule &&
             !(std::isfinite(h.half_height) && h.half_height >= 0.0f)) {
           return absl::InvalidArgumentError(
-              absl::StrCat(where, ".half_height: ", h.half_height,
-                           " must be finite and >= 0", joint));
+              absl::StrCat(where_of(), ".half_height: ", h.half_height,
+                           " must be finite and >= 0", joint()));
         }
         break;
       case HitboxShape::kBox:
         if (!(Finite(h.half_extents) && h.half_extents.minCoeff() > 0.0f)) {
           return absl::InvalidArgumentError(
-              absl::StrCat(where, ".half_extents: (", h.half_extents.x(), ", ",
-                           h.half_extents.y(), ", ", h.half_extents.z(),
-                           ") must be finite and > 0", joint));
+              absl::StrCat(where_of(), ".half_extents: (", h.half_extents.x(),
+                           ", ", h.half_extents.y(), ", ", h.half_extents.z(),
+                           ") must be finite and > 0", joint()));
         }
         break;
       default:
         return absl::InvalidArgumentError(
-            absl::StrCat(where, ".shape: unknown", joint));
+            absl::StrCat(where_of(), ".shape: unknown", joint()));
     }
   }
   return absl::OkStatus();
 }
 
 absl::Status RayCastJob::Validate() const {
-  if (absl::Status s = CheckScene(skeleton, hitboxes, model_pose, "ray_cast");
+  if (absl::Status s =
+          ValidateHitScene(skeleton, hitboxes, model_pose, "ray_cast");
       !s.ok()) {
     return s;
   }
@@ -264,35 +364,15 @@ absl::Status RayCastJob::Validate() const {
 
 absl::Status RayCastJob::Run() const {
   if (absl::Status s = Validate(); !s.ok()) return s;
+  // Placed one at a time: a single ray reads each placement once.
   const Eigen::Vector3f d = direction / direction.norm();
   RayHit best;
   for (size_t i = 0; i < hitboxes.size(); ++i) {
     const Hitbox& h = hitboxes[i];
     const PlacedHitbox p = Place(model_pose[h.joint], h);
-    Entry e;
-    if (Inside(origin, p, h)) {
-      e = {.hit = true, .t = 0.0f, .normal = -d};
-    } else {
-      switch (h.shape) {
-        case HitboxShape::kSphere:
-          e = EnterSphere(origin, d, p.center, h.radius);
-          break;
-        case HitboxShape::kCapsule:
-          e = EnterCapsule(origin, d, p, h);
-          break;
-        case HitboxShape::kBox:
-          e = EnterBox(origin, d, p, h);
-          break;
-      }
-    }
-    if (!e.hit || e.t > max_distance) continue;
-    if (best.hitbox < 0 || e.t < best.distance) {
-      best.hitbox = static_cast<int>(i);
-      best.joint = h.joint;
-      best.distance = e.t;
-      best.point = origin + d * e.t;
-      best.normal = e.normal;
-    }
+    if (SurelyMissed(origin, d, p, h, Limit(best, max_distance))) continue;
+    KeepNearest(EnterHitbox(origin, d, p, h), static_cast<int>(i), h.joint,
+                origin, d, max_distance, best);
   }
   *hit = best;
   return absl::OkStatus();
@@ -300,7 +380,7 @@ absl::Status RayCastJob::Run() const {
 
 absl::Status SphereOverlapJob::Validate() const {
   if (absl::Status s =
-          CheckScene(skeleton, hitboxes, model_pose, "sphere_overlap");
+          ValidateHitScene(skeleton, hitboxes, model_pose, "sphere_overlap");
       !s.ok()) {
     return s;
   }
@@ -322,8 +402,8 @@ absl::Status SphereOverlapJob::Run() const {
   overlapped->clear();
   for (size_t i = 0; i < hitboxes.size(); ++i) {
     const Hitbox& h = hitboxes[i];
-    const PlacedHitbox p = Place(model_pose[h.joint], h);
-    if (SquaredDistance(center, p, h) <= radius * radius) {
+    if (SquaredDistance(center, Place(model_pose[h.joint], h), h) <=
+        radius * radius) {
       overlapped->push_back(static_cast<int>(i));
     }
   }

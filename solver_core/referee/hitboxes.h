@@ -97,6 +97,45 @@ struct SphereOverlapJob {
   absl::Status Run() const;
 };
 
+// Many queries at one pose: the hitboxes placed once (one transform each),
+// then rays and spheres tested against the placed set. RayCastJob and
+// SphereOverlapJob run the same per-hitbox code, so both ways give the same
+// bits.
+struct PlacedHitbox {
+  Eigen::Vector3f center = Eigen::Vector3f::Zero();
+  Eigen::Quaternionf rotation = Eigen::Quaternionf::Identity();
+  Eigen::Vector3f axis = Eigen::Vector3f::UnitY();  // the frame's Y axis
+};
+
+// The checks both jobs make of their scene: the skeleton is set, the model
+// pose has one finite, unit-rotation transform per joint, and the hitboxes
+// pass ValidateHitboxes. `job` prefixes the fields ("<job>.model_pose").
+absl::Status ValidateHitScene(const Skeleton* skeleton,
+                              absl::Span<const Hitbox> hitboxes,
+                              absl::Span<const Transform> model_pose,
+                              absl::string_view job);
+
+// Places every hitbox at `model_pose` into `placed` (one per hitbox); the
+// scene must pass ValidateHitScene.
+void PlaceHitboxes(absl::Span<const Hitbox> hitboxes,
+                   absl::Span<const Transform> model_pose,
+                   absl::Span<PlacedHitbox> placed);
+
+// RayCastJob::Run on placed hitboxes, without its checks: `origin` finite,
+// `direction` finite and non-zero (normalised here as the job does),
+// `max_distance` > 0.
+RayHit FirstRayHit(absl::Span<const Hitbox> hitboxes,
+                   absl::Span<const PlacedHitbox> placed,
+                   const Eigen::Vector3f& origin,
+                   const Eigen::Vector3f& direction, float max_distance);
+
+// SphereOverlapJob::Run on placed hitboxes, without its checks: appends
+// the overlapped hitboxes' indices, ascending, to `overlapped`.
+void OverlapSphere(absl::Span<const Hitbox> hitboxes,
+                   absl::Span<const PlacedHitbox> placed,
+                   const Eigen::Vector3f& center, float radius,
+                   std::vector<int>* overlapped);
+
 }  // namespace posewire
 
 #endif  // POSEWIRE_SOLVER_CORE_REFEREE_HITBOXES_H_

@@ -130,6 +130,138 @@ class LiveAndBake(unittest.TestCase):
         self.pump(live.settled, "the next frame")
         self.assert_on_targets(targets)
 
+    def test_live_look_at_turns_the_head_to_the_target(self):
+        """A look-at from the lower back to the head, toward an empty 25
+        degrees (about world Z) and a little above where the head looks in
+        the walk's pose: Blender's evaluation of the answer points the
+        head's look axis (the one its rest turns onto the armature's -Y,
+        where the CMU walk faces) at the empty within 1 degree."""
+        import math
+        from mathutils import Quaternion
+        obj = self.obj
+        self.scene.frame_set(FRAME)
+        axis = (obj.data.bones["Head"].matrix_local.to_3x3().inverted() @
+                Vector((0.0, -1.0, 0.0)))
+
+        def look():
+            bone = obj.pose.bones["Head"]
+            return (obj.matrix_world.to_3x3() @ bone.matrix.to_3x3() @
+                    axis).normalized()
+
+        before = look()
+        direction = Quaternion((0.0, 0.0, 1.0), math.radians(25)) @ before
+        direction.z += 0.2
+        empty = bpy.data.objects.new("look target", None)
+        empty.location = world_head(obj, "Head") + 40.0 * direction
+        self.scene.collection.objects.link(empty)
+        setup = obj.posewire.solvers.add()
+        setup.name, setup.kind = "look", "LOOK_AT"
+        setup.start_bone, setup.end_bone = "lowerback", "Head"
+        setup.target = empty
+        bpy.context.view_layer.update()
+
+        self.start_live()
+        bpy.context.view_layer.update()
+        to_target = empty.matrix_world.translation - world_head(obj, "Head")
+        self.assertLess(math.degrees(look().angle(to_target)), 1.0)
+        self.assertGreater(math.degrees(look().angle(before)), 20.0)
+        # The spine took part of the turn (body weight 0.5).
+        self.assertGreater(
+            (obj.pose.bones["Chest2"].matrix_basis.to_quaternion()
+             .rotation_difference(Quaternion()).angle), math.radians(1))
+
+    def test_live_ground_plants_the_feet_on_a_mesh(self):
+        """A ground set-up on a flat mesh a unit (5.6 cm) above the clip's
+        floor: the live answer, as Blender evaluates it, stands both ankles
+        a unit higher and leaves the hips; the mesh a unit below the floor
+        lowers the hips and both ankles by a unit instead (the pelvis goes
+        down so the lower foot reaches; it is never raised)."""
+        obj = self.obj
+        self.scene.frame_set(FRAME)
+        bpy.context.view_layer.update()
+        joints = ("LeftAnkle", "RightAnkle", "Hips")
+        before = {j: world_head(obj, j).copy() for j in joints}
+        mesh = bpy.data.meshes.new("ground")
+        mesh.from_pydata([(-500, -500, 0), (500, -500, 0), (500, 500, 0),
+                          (-500, 500, 0)], [], [(0, 1, 2, 3)])
+        ground = bpy.data.objects.new("ground", mesh)
+        ground.location.z = 1.0
+        self.scene.collection.objects.link(ground)
+        setup = obj.posewire.solvers.add()
+        setup.name, setup.kind = "ground", "GROUND"
+        setup.start_bone = "Hips"
+        setup.ground_feet = "LeftAnkle, RightAnkle"
+        setup.ground_object = ground
+        bpy.context.view_layer.update()
+
+        live = self.start_live()
+        bpy.context.view_layer.update()
+        self.assertEqual(obj.posewire.last_error, "")
+        for ankle in ("LeftAnkle", "RightAnkle"):
+            rise = world_head(obj, ankle) - before[ankle]
+            self.assertAlmostEqual(rise.z, 1.0, delta=1e-3, msg=ankle)
+            self.assertLess(rise.xy.length, 1e-3, ankle)
+        self.assertLess((world_head(obj, "Hips") - before["Hips"]).length,
+                        1e-4)
+
+        # The ground moves below the floor: a re-solve drops the hips.
+        ground.location.z = -1.0
+        bpy.context.view_layer.update()
+        self.pump(live.settled, "the ground-move frame")
+        bpy.context.view_layer.update()
+        self.assertAlmostEqual(
+            (world_head(obj, "Hips") - before["Hips"]).z, -1.0, delta=1e-3)
+        for ankle in ("LeftAnkle", "RightAnkle"):
+            self.assertAlmostEqual(
+                (world_head(obj, ankle) - before[ankle]).z, -1.0,
+                delta=1e-3, msg=ankle)
+
+    def test_ground_setup_errors_name_the_setup_and_what_to_fix(self):
+        """A ground set-up that cannot be sent is refused before anything
+        reaches the server, with the set-up's name and the field to fix;
+        live mode does not start on it."""
+        from posewire_blender import conversion, rig
+        obj = self.obj
+        setup = obj.posewire.solvers.add()
+        setup.name, setup.kind = "ground", "GROUND"
+        setup.start_bone = "Hips"
+        layout = conversion.RigLayout(obj.data)
+        builder = rig.RigBuilder(self.runtime.posewire_package(), obj, layout)
+        pose = layout.pose_floats(obj.pose.bones)
+
+        def error():
+            with self.assertRaises(rig.SetupError) as raised:
+                builder.operations(pose)
+            return str(raised.exception)
+
+        self.assertEqual(error(), "ground: no foot bones (Feet)")
+        setup.ground_feet = "LeftAnkle"
+        self.assertEqual(error(), "ground: Ground must be a mesh object")
+        not_a_mesh = bpy.data.objects.new("not a mesh", None)
+        self.scene.collection.objects.link(not_a_mesh)
+        setup.ground_object = not_a_mesh
+        self.assertEqual(error(), "ground: Ground must be a mesh object")
+        mesh = bpy.data.meshes.new("ground")
+        mesh.from_pydata([(-500, -500, 0), (500, -500, 0), (500, 500, 0),
+                          (-500, 500, 0)], [], [(0, 1, 2, 3)])
+        ground = bpy.data.objects.new("ground", mesh)
+        self.scene.collection.objects.link(ground)
+        setup.ground_object = ground
+        setup.ground_feet = "LeftAnkle, Tail"
+        self.assertIn("foot 'Tail' is not a bone", error())
+        setup.ground_feet = "LHipJoint"
+        self.assertIn("foot 'LHipJoint' needs a parent (knee) and a "
+                      "grandparent (hip)", error())
+        # Live mode refuses to start on it and registers nothing.
+        with self.assertRaises(RuntimeError) as raised:
+            bpy.ops.posewire.live(action="START")
+        self.assertIn("LHipJoint", str(raised.exception))
+        self.assertNotIn(obj.name, self.runtime.RUNTIME.rigs)
+        # Fixed, the same set-up builds its op.
+        setup.ground_feet = "LeftAnkle, RightAnkle"
+        ops = builder.operations(pose)
+        self.assertEqual(len(ops[0].ground.legs), 2)
+
     def test_server_error_is_reported_with_its_message(self):
         """A limb whose mid joint is not below its start joint: only the
         server's hierarchy check can refuse it."""
@@ -341,7 +473,8 @@ class Panels(unittest.TestCase):
                     layout = FakeLayout(self, drawn)
                     panel.draw(type("P", (), {"layout": layout})(), context)
         for field in ("left_arm_upper", "iterations", "forward_axis",
-                      "mid_bone", "stiffness", "bake_mode"):
+                      "mid_bone", "stiffness", "bake_mode", "facing",
+                      "body_weight"):
             self.assertIn(field, drawn)
 
 

@@ -19,7 +19,7 @@
 #include "tests/core/pose_ops_test_util.h"
 
 namespace posewire {
-namespace {
+namespace additive_job_test {
 
 using ::posewire::testing::AngleBetween;
 using ::posewire::testing::RandomPose;
@@ -300,5 +300,5 @@ TEST(AdditiveBaseTest, SampleAdditiveBase_IsTheClipSampledAtTheTime) {
   EXPECT_FALSE(SampleAdditiveBase(skeleton, clip).ok());
 }
 
-}  // namespace
+}  // namespace additive_job_test
 }  // namespace posewire

@@ -25,7 +25,7 @@
 #include "solver_core/model/skeleton.h"
 
 namespace posewire {
-namespace {
+namespace aim_ik_test {
 
 using ::testing::HasSubstr;
 
@@ -616,5 +616,5 @@ TEST(AimIkTest, AimIk_RerunsAreBitIdenticalInPlaceOrNot) {
   EXPECT_TRUE(BitEqual(first.pose, pose));
 }
 
-}  // namespace
+}  // namespace aim_ik_test
 }  // namespace posewire

@@ -15,26 +15,16 @@
 #include "solver_core/io/bvh_reader.h"
 #include "solver_core/io/gltf_reader.h"
 #include "solver_core/model/skeleton.h"
+#include "tests/core/rig_assets.h"
 
 namespace posewire {
-namespace {
+namespace biped_mapping_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-ImportedAsset Load(const std::string& file) {
-  const std::string path = std::string(POSEWIRE_TEST_DATA_DIR) + "/" + file;
-  absl::StatusOr<ImportedAsset> asset =
-      file.ends_with(".bvh") ? ReadBvhFile(path) : ReadGltfFile(path);
-  EXPECT_TRUE(asset.ok()) << asset.status();
-  return *std::move(asset);
-}
-
-std::vector<BipedTip> Tips(const ImportedAsset& asset) {
-  std::vector<BipedTip> tips;
-  for (const EndSite& e : asset.end_sites) tips.push_back({e.joint, e.offset});
-  return tips;
-}
+using test_rigs::Load;
+using test_rigs::Tips;
 
 std::string Name(const Skeleton& s, int j) {
   return j < 0 ? std::string("<none>") : s.joint_name(j);
@@ -482,5 +472,5 @@ TEST(BipedMappingTest, BipedMapping_SetupPoseDecidesTheBendDirection) {
   EXPECT_FALSE(m->limb_setup(BipedLimb::kRightLeg).straight_at_setup);
 }
 
-}  // namespace
+}  // namespace biped_mapping_test
 }  // namespace posewire

@@ -24,7 +24,7 @@
 #include "tests/core/pose_ops_test_util.h"
 
 namespace posewire {
-namespace {
+namespace blending_job_test {
 
 using ::posewire::testing::AngleBetween;
 using ::posewire::testing::RandomPose;
@@ -797,5 +797,5 @@ TEST(QuaternionMathTest, PoseScreenRejectsTheSameAtEveryLevel) {
   SetMaxSimdLevel(saved);
 }
 
-}  // namespace
+}  // namespace blending_job_test
 }  // namespace posewire

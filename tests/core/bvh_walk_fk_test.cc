@@ -20,7 +20,7 @@
 #include "solver_core/model/skeleton.h"
 
 namespace posewire {
-namespace {
+namespace bvh_walk_fk_test {
 
 std::string DataPath(const std::string& file) {
   return absl::StrCat(POSEWIRE_TEST_DATA_DIR, "/", file);
@@ -314,5 +314,5 @@ TEST(BvhWalkFk, PartialUpdateFromOneJointMatchesAFullRunBitForBit) {
   }
 }
 
-}  // namespace
+}  // namespace bvh_walk_fk_test
 }  // namespace posewire

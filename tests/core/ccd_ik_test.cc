@@ -21,7 +21,7 @@
 #include "tests/core/chain_ik_test_util.h"
 
 namespace posewire {
-namespace {
+namespace ccd_ik_test {
 
 using ::testing::HasSubstr;
 using testing_util::AngleBetween;
@@ -833,5 +833,5 @@ TEST(CcdIk, CollinearChainWithTargetBehindIt) {
   EXPECT_LT((FkPositions(leg.skeleton, again)[3] - job.target).norm(), 1e-4f);
 }
 
-}  // namespace
+}  // namespace ccd_ik_test
 }  // namespace posewire

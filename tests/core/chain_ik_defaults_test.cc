@@ -20,7 +20,7 @@
 #include "tests/core/chain_ik_test_util.h"
 
 namespace posewire {
-namespace {
+namespace chain_ik_defaults_test {
 
 using testing_util::AngleBetween;
 using testing_util::ModelOf;
@@ -250,5 +250,5 @@ INSTANTIATE_TEST_SUITE_P(Solvers, ChainIkDefaults,
                            return std::string(Name(info.param));
                          });
 
-}  // namespace
+}  // namespace chain_ik_defaults_test
 }  // namespace posewire

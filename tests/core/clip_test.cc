@@ -20,7 +20,7 @@
 #include "solver_core/model/transform.h"
 
 namespace posewire {
-namespace {
+namespace clip_test {
 
 using ::testing::HasSubstr;
 
@@ -328,5 +328,5 @@ TEST(Clip, KeyValueSkipsCubicTangents) {
   EXPECT_FALSE(linear.empty());
 }
 
-}  // namespace
+}  // namespace clip_test
 }  // namespace posewire

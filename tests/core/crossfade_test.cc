@@ -23,7 +23,7 @@
 #include "tests/core/pose_ops_test_util.h"
 
 namespace posewire {
-namespace {
+namespace crossfade_test {
 
 using ::posewire::testing::AngleBetween;
 using ::posewire::testing::SameBits;
@@ -489,5 +489,5 @@ TEST(CrossfadeRealDataTest, Crossfade_CmuClipsReachTheTargetAndStayContinuous) {
   for (int j = 0; j < n; ++j) EXPECT_TRUE(SameBits(pose[j], target[j])) << j;
 }
 
-}  // namespace
+}  // namespace crossfade_test
 }  // namespace posewire

@@ -17,7 +17,7 @@
 #include "solver_core/model/quaternion_math.h"
 
 namespace posewire {
-namespace {
+namespace deterministic_math_test {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
@@ -407,5 +407,5 @@ TEST(DeterministicMathTest, SlerpMatchesEigen) {
             (0.7f * a.coeffs() + 0.3f * a.coeffs()));
 }
 
-}  // namespace
+}  // namespace deterministic_math_test
 }  // namespace posewire

@@ -19,7 +19,7 @@
 #include "solver_core/model/skeleton.h"
 
 namespace posewire {
-namespace {
+namespace dynamics_state_test {
 
 using ::testing::HasSubstr;
 
@@ -275,5 +275,5 @@ TEST(DynamicsState, ValidateFindsANonFiniteComponentAnywhereAtEveryLevel) {
   SetMaxSimdLevel(saved);
 }
 
-}  // namespace
+}  // namespace dynamics_state_test
 }  // namespace posewire

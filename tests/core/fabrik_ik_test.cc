@@ -20,7 +20,7 @@
 #include "tests/core/chain_ik_test_util.h"
 
 namespace posewire {
-namespace {
+namespace fabrik_ik_test {
 
 using ::testing::HasSubstr;
 using testing_util::AngleBetween;
@@ -848,5 +848,5 @@ TEST(FabrikTreeIk, RejectsBadTrees) {
   expect_invalid("fabrik_tree_ik.root");
 }
 
-}  // namespace
+}  // namespace fabrik_ik_test
 }  // namespace posewire

@@ -29,7 +29,7 @@
 #include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire {
-namespace {
+namespace full_body_biped_ik_test {
 
 using ::testing::Contains;
 using ::testing::HasSubstr;
@@ -824,5 +824,5 @@ TEST_F(WalkTest, FullBodyBiped_InvalidInputNamesTheEffectorAndField) {
                "built for a skeleton of 43 joints");
 }
 
-}  // namespace
+}  // namespace full_body_biped_ik_test
 }  // namespace posewire

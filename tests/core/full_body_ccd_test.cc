@@ -22,7 +22,7 @@
 #include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire {
-namespace {
+namespace full_body_ccd_test {
 
 using ::testing::HasSubstr;
 
@@ -491,5 +491,5 @@ TEST(WeightedPointRotationTest, FullBodyCcd_BeatsEveryOtherRotationTried) {
               1e-3);
 }
 
-}  // namespace
+}  // namespace full_body_ccd_test
 }  // namespace posewire

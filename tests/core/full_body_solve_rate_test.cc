@@ -17,7 +17,7 @@
 #include "tests/core/full_body_real_data.h"
 
 namespace posewire {
-namespace {
+namespace full_body_solve_rate_test {
 
 using testing_util::BipedClip;
 using testing_util::FullBodyCase;
@@ -142,5 +142,5 @@ TEST(FullBodySolveRate, NonUniformRootScaleIsExact) {
   EXPECT_LE(tally.worst, 1e-4);
 }
 
-}  // namespace
+}  // namespace full_body_solve_rate_test
 }  // namespace posewire

@@ -18,7 +18,7 @@
 #include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire {
-namespace {
+namespace hitboxes_test {
 
 using Vec = Eigen::Vector3d;
 
@@ -461,5 +461,5 @@ TEST(Hitboxes, BadInputIsRefusedWithTheFieldNamed) {
             "ray_cast.model_pose: 1 transforms for a skeleton of 2 joints");
 }
 
-}  // namespace
+}  // namespace hitboxes_test
 }  // namespace posewire

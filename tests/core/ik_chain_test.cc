@@ -19,7 +19,7 @@
 #include "tests/core/chain_ik_test_util.h"
 
 namespace posewire {
-namespace {
+namespace ik_chain_test {
 
 using ::testing::HasSubstr;
 using testing_util::AngleBetween;
@@ -254,5 +254,5 @@ TEST(IkChain, ParentModelTransformMatchesMatrixFk) {
   EXPECT_EQ(root, Transform::Identity());
 }
 
-}  // namespace
+}  // namespace ik_chain_test
 }  // namespace posewire

@@ -17,7 +17,7 @@
 #include "tests/core/chain_ik_test_util.h"
 
 namespace posewire {
-namespace {
+namespace joint_limits_test {
 
 using ::testing::HasSubstr;
 using testing_util::AngleBetween;
@@ -98,6 +98,72 @@ TEST(Euler, GimbalLockStillRoundTrips) {
         << EulerOrderName(order);
     EXPECT_TRUE(e.allFinite());
   }
+}
+
+TEST(EulerRangeScreen, SurelyWithinOnlyWhenToEulerIsWithinAndMostlySo) {
+  // Random limits in every order (some nearly the whole circle, some
+  // narrow) and random rotations, many near the bounds: "surely within"
+  // must never disagree with ToEuler, and must answer for most rotations
+  // well inside.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  int surely = 0, well_inside = 0;
+  for (EulerOrder order : kOrders) {
+    const int middle = EulerAxisAt(order, 1);
+    for (int l = 0; l < 40; ++l) {
+      Eigen::Vector3f lo, hi;
+      for (int axis = 0; axis < 3; ++axis) {
+        const float bound = axis == middle ? kPi / 2 : kPi;
+        const float a = -bound + 2 * bound * unit(rng);
+        const float b = -bound + 2 * bound * unit(rng);
+        lo[axis] = std::min(a, b);
+        hi[axis] = std::max(a, b);
+      }
+      const JointLimit limit = EulerLimit(order, lo, hi);
+      ASSERT_TRUE(ValidateJointLimit(limit, "limit", 0, "j").ok());
+      const EulerRangeScreen screen = MakeEulerRangeScreen(limit);
+      for (int i = 0; i < 400; ++i) {
+        // Angles inside the ranges or up to 0.05 rad beyond them.
+        Eigen::Vector3f angles;
+        for (int axis = 0; axis < 3; ++axis) {
+          angles[axis] =
+              lo[axis] - 0.05f + (hi[axis] - lo[axis] + 0.1f) * unit(rng);
+        }
+        const Eigen::Quaternionf q = Compose(order, angles);
+        const Eigen::Vector3f e = ToEuler(q, order);
+        const bool within =
+            (e.array() >= lo.array()).all() && (e.array() <= hi.array()).all();
+        const bool sure = SurelyWithinEulerRanges(screen, q);
+        if (sure) {
+          ++surely;
+          EXPECT_TRUE(within)
+              << EulerOrderName(order) << " limit " << l << " rotation " << i;
+        }
+        const bool deep = screen.usable &&
+                          (e.array() >= lo.array() + 0.05f).all() &&
+                          (e.array() <= hi.array() - 0.05f).all() &&
+                          std::fabs(e[middle]) < 1.3f;
+        if (deep) {
+          ++well_inside;
+          EXPECT_TRUE(sure)
+              << EulerOrderName(order) << " limit " << l << " rotation " << i;
+        }
+      }
+    }
+  }
+  EXPECT_GT(well_inside, 1000);
+  EXPECT_GE(surely, well_inside);
+}
+
+TEST(EulerRangeScreen, NarrowRangesAndOtherLimitsAreNeverSure) {
+  const JointLimit narrow =
+      EulerLimit(EulerOrder::kXYZ, Eigen::Vector3f(-0.01f, -1, -1),
+                 Eigen::Vector3f(0.01f, 1, 1));
+  EXPECT_FALSE(MakeEulerRangeScreen(narrow).usable);
+  EXPECT_FALSE(SurelyWithinEulerRanges(MakeEulerRangeScreen(narrow),
+                                       Eigen::Quaternionf::Identity()));
+  const JointLimit hinge = HingeLimit(Eigen::Vector3f::UnitX(), -1, 1);
+  EXPECT_FALSE(MakeEulerRangeScreen(hinge).usable);
 }
 
 TEST(EulerLimit, ClampsEachAngleIndependently) {
@@ -390,5 +456,5 @@ TEST(SignedAngleLimit, ClampsTheBendAboutThePlaneNormal) {
             absl::StatusCode::kInvalidArgument);
 }
 
-}  // namespace
+}  // namespace joint_limits_test
 }  // namespace posewire

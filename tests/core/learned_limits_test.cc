@@ -22,7 +22,7 @@
 #include "tests/core/chain_ik_test_util.h"
 
 namespace posewire {
-namespace {
+namespace learned_limits_test {
 
 using ::testing::HasSubstr;
 using testing_util::AngleBetween;
@@ -411,5 +411,5 @@ TEST(ChainIkRealData, SolveRateOnCmuHandAndFootTargets) {
   EXPECT_LT(stats[1][0].MeanIterations(), stats[0][0].MeanIterations());
 }
 
-}  // namespace
+}  // namespace learned_limits_test
 }  // namespace posewire

@@ -29,7 +29,7 @@
 #include "solver_core/model/transform.h"
 
 namespace posewire {
-namespace {
+namespace local_to_model_test {
 
 using ::testing::HasSubstr;
 
@@ -893,5 +893,5 @@ TEST(ModelToLocal, LocalTimesParentMatrixGivesBackModelMatrix) {
   }
 }
 
-}  // namespace
+}  // namespace local_to_model_test
 }  // namespace posewire

@@ -13,6 +13,8 @@
 
 #include "absl/status/status.h"
 #include "solver_core/analytic_ik/aim_ik.h"
+#include "solver_core/analytic_ik/ground.h"
+#include "solver_core/analytic_ik/look_at.h"
 #include "solver_core/analytic_ik/two_bone_ik.h"
 #include "solver_core/chain_ik/ccd_ik.h"
 #include "solver_core/chain_ik/fabrik_ik.h"
@@ -27,7 +29,7 @@
 #include "solver_core/pose_ops/blending_job.h"
 
 namespace posewire {
-namespace {
+namespace output_overlap_test {
 
 using ::testing::HasSubstr;
 
@@ -193,6 +195,41 @@ absl::Status RunAim(const Walk& w, absl::Span<const Transform> in,
       .Run();
 }
 
+absl::Status RunLookAt(const Walk& w, absl::Span<const Transform> in,
+                       absl::Span<Transform> out) {
+  const Skeleton& s = w.skeleton();
+  const int spine[] = {s.FindJoint("Chest"), s.FindJoint("Neck")};
+  LookAtJob job;
+  job.skeleton = &s;
+  job.input = in;
+  job.parent_model = ParentModelTransformOrRoot(s, in, spine[0]);
+  job.spine = spine;
+  job.head = s.FindJoint("Head");
+  job.target = Eigen::Vector3f(10.0f, 20.0f, 40.0f);
+  job.output = out;
+  return job.Run();
+}
+
+absl::Status RunGround(const Walk& w, absl::Span<const Transform> in,
+                       absl::Span<Transform> out) {
+  const Skeleton& s = w.skeleton();
+  const GroundLeg legs[] = {{.hip = s.FindJoint("LeftHip"),
+                             .knee = s.FindJoint("LeftKnee"),
+                             .ankle = s.FindJoint("LeftAnkle"),
+                             .toe = -1}};
+  GroundSample samples[1];
+  samples[0].hit = true;
+  samples[0].point = Eigen::Vector3f(0.0f, 1.0f, 0.0f);
+  GroundJob job;
+  job.skeleton = &s;
+  job.input = in;
+  job.pelvis = s.FindJoint("Hips");
+  job.legs = legs;
+  job.samples = samples;
+  job.output = out;
+  return job.Run();
+}
+
 absl::Status RunFullBodyCcd(const Walk& w, absl::Span<const Transform> in,
                             absl::Span<Transform> out) {
   const Arm arm = LeftArm(w);
@@ -261,6 +298,8 @@ const Case kCases[] = {
     {"two_bone_ik", RunTwoBone,
      "two_bone_ik.output: overlaps two_bone_ik.input"},
     {"aim_ik", RunAim, "aim_ik.output: overlaps aim_ik.input"},
+    {"look_at", RunLookAt, "look_at.output: overlaps look_at.input"},
+    {"ground", RunGround, "ground.output: overlaps ground.input"},
     {"full_body_ccd", RunFullBodyCcd,
      "full_body_ccd.output: overlaps full_body_ccd.input"},
     {"full_body_biped_ik", RunFullBodyBiped,
@@ -321,5 +360,5 @@ TEST(OutputOverlap, DisjointAndIdenticalSpansAreNotPartialOverlaps) {
   EXPECT_FALSE(Overlap(all.subspan(0, 0), all));
 }
 
-}  // namespace
+}  // namespace output_overlap_test
 }  // namespace posewire

@@ -25,7 +25,7 @@
 #include "tests/core/pose_ops_test_util.h"
 
 namespace posewire {
-namespace {
+namespace sampling_job_test {
 
 using ::posewire::testing::AngleBetween;
 using ::posewire::testing::Rng;
@@ -582,5 +582,5 @@ TEST(SamplingRealDataTest, SamplingJob_CmuWalkAtFrameTimesReproducesTheBvh) {
   EXPECT_LT(worst_offset, 1e-4f);
 }
 
-}  // namespace
+}  // namespace sampling_job_test
 }  // namespace posewire

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace posewire {
-namespace {
+namespace simd_level_test {
 
 TEST(SimdLevelTest, CapLowersAndRestores) {
   const SimdLevel detected = DetectedSimdLevel();
@@ -20,5 +20,5 @@ TEST(SimdLevelTest, Names) {
   EXPECT_EQ(SimdLevelName(SimdLevel::kAvx2), "avx2");
 }
 
-}  // namespace
+}  // namespace simd_level_test
 }  // namespace posewire

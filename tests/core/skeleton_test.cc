@@ -25,7 +25,7 @@
 #include "solver_core/model/transform.h"
 
 namespace posewire {
-namespace {
+namespace skeleton_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -597,5 +597,5 @@ TEST(Pose, ValidatePoseReportsLowestBadJoint) {
   ExpectInvalid(ValidatePose(s, pose, "p"), {"p[1] 'j1'", "rotation norm"});
 }
 
-}  // namespace
+}  // namespace skeleton_test
 }  // namespace posewire

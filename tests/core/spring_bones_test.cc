@@ -33,7 +33,7 @@
 #include "tests/core/hanging_chain.h"
 
 namespace posewire {
-namespace {
+namespace spring_bones_test {
 
 using ::testing::HasSubstr;
 
@@ -1998,5 +1998,5 @@ TEST(SpringBones, PonytailOnTheCmuRunStaysFiniteAndBounded) {
   }
 }
 
-}  // namespace
+}  // namespace spring_bones_test
 }  // namespace posewire

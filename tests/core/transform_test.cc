@@ -16,7 +16,7 @@
 #include <random>
 
 namespace posewire {
-namespace {
+namespace transform_test {
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -429,5 +429,5 @@ TEST(Transform, EqualityComparesEveryComponent) {
   EXPECT_FALSE(t == base);
 }
 
-}  // namespace
+}  // namespace transform_test
 }  // namespace posewire

@@ -22,7 +22,7 @@
 #include "tests/core/chain_ik_test_util.h"
 
 namespace posewire {
-namespace {
+namespace two_bone_ik_defaults_test {
 
 using testing_util::DefaultTwoBoneJob;
 using testing_util::ModelOf;
@@ -203,5 +203,5 @@ TEST(TwoBoneIkDefaults, SoftenStillEasesTheReach) {
   EXPECT_GT(eased, 50);
 }
 
-}  // namespace
+}  // namespace two_bone_ik_defaults_test
 }  // namespace posewire

@@ -30,7 +30,7 @@
 #include "solver_core/model/skeleton.h"
 
 namespace posewire {
-namespace {
+namespace two_bone_ik_test {
 
 using ::testing::HasSubstr;
 
@@ -1240,5 +1240,5 @@ TEST(TwoBoneIkTest, TwoBoneIk_CmuWalkLimbsSolveFromRestPose) {
   EXPECT_GE(rate, 0.99);
 }
 
-}  // namespace
+}  // namespace two_bone_ik_test
 }  // namespace posewire

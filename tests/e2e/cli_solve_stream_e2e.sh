@@ -11,6 +11,8 @@
 #   - a glTF rig (Fox.glb) by clip name;
 #   - `posewire stream` of 100 frames x 3 characters, and a crossfade stream,
 #     with zero errors;
+#   - `posewire referee` of the walk, and of a clip against limits learnt
+#     from another;
 # then stops the server with SIGTERM and checks it exits 0.
 #
 # usage: cli_solve_stream_e2e.sh SERVER_BINARY CLI_BINARY DATA_DIR [PYTHON]
@@ -217,5 +219,34 @@ stream=$("$cli_bin" stream "$walk" --server="$addr" --frames=3 --rate=0 \
 [[ $status -eq 1 ]] || fail "bad stream: expected exit 1, got $status: $stream"
 expect_contains "bad stream" "$stream" "NoSuchJoint"
 
+# `posewire referee`: the walk claim by claim at the defaults, and the climb
+# against limits learnt from the jumps (the same subject's rig).
+referee=$("$cli_bin" referee "$walk" --server="$addr" 2>&1) ||
+  fail "referee failed: $referee"
+expect_contains "referee" "$referee" "cmu_131_01_walk.bvh"
+expect_contains "referee" "$referee" "0 joint limits"
+expect_contains "referee" "$referee" "claims flagged"
+referee=$("$cli_bin" referee "$data_dir/cmu_01_03_climb_reach.bvh" \
+  --server="$addr" --limits_from="$data_dir/cmu_01_01_jumps.bvh" 2>&1) ||
+  fail "referee with learnt limits failed: $referee"
+expect_contains "referee with limits" "$referee" \
+  "joint limits learnt from $data_dir/cmu_01_01_jumps.bvh"
+expect_contains "referee with limits" "$referee" "claims flagged"
+status=0
+referee=$("$cli_bin" referee "$walk" --server="$addr" --rate=0 2>&1) ||
+  status=$?
+[[ $status -eq 2 ]] || fail "referee --rate=0: expected exit 2, got $status"
+expect_contains "referee --rate=0" "$referee" "--rate=0: claims per second"
+status=0
+referee=$("$cli_bin" referee "$walk" --server="$addr" --margin_degrees=-1 \
+  2>&1) || status=$?
+[[ $status -eq 2 ]] || fail "referee --margin_degrees=-1: expected exit 2, got $status"
+expect_contains "referee --margin_degrees" "$referee" "--margin_degrees=-1: >= 0"
+status=0
+referee=$("$cli_bin" referee "$walk" --server="$addr" \
+  --limits_from="$work/missing.bvh" 2>&1) || status=$?
+[[ $status -eq 1 ]] || fail "referee --limits_from=missing: expected exit 1, got $status"
+expect_contains "referee --limits_from=missing" "$referee" "missing.bvh"
+
 stop_server_expect_exit_0 server
-echo "PASS: posewire solve and stream against the server on $addr"
+echo "PASS: posewire solve, stream and referee against the server on $addr"

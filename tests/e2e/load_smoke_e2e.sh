@@ -2,7 +2,9 @@
 # Smoke run of posewire-load against the real posewire-server: a few seconds
 # of streams and of unary calls with small settings. Asserts only that
 # nothing failed and the counts add up (sent == answered, zero errors, in
-# both the service and the in-process phase); never a speed threshold.
+# both the service and the in-process phase, and the echo baseline's in
+# stream mode), then a tiny capacity search whose report must hold the
+# three capacities and finite ratios; never a speed threshold.
 #
 # usage: load_smoke_e2e.sh SERVER_BINARY LOAD_BINARY DATA_DIR PYTHON
 set -euo pipefail
@@ -16,12 +18,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 start_server server "$server_bin" --threads=2
 
-# check_json FILE: zero errors and sent == answered > 0 in both phases.
+# check_json FILE: zero errors and sent == answered > 0 in every phase.
 check_json() {
   "$python" - "$1" <<'PY' || fail "report $1 does not add up"
 import json, sys
 report = json.load(open(sys.argv[1]))
-for phase in ("service", "in_process"):
+for phase in ("service", "echo", "in_process"):
+    if phase == "echo" and report["mode"] != "stream":
+        continue
     p = report[phase]
     print(f"{phase}: sent {p['sent']} answered {p['answered']} "
           f"errors {p['errors']} character_frames {p['character_frames']}")
@@ -39,7 +43,33 @@ PY
   || { cat "$work/stream.log"; fail "posewire-load stream mode failed"; }
 grep -q "ratio service/in-process" "$work/stream.log" \
   || { cat "$work/stream.log"; fail "stream: no baseline ratio printed"; }
+grep -q "ratio service/echo" "$work/stream.log" \
+  || { cat "$work/stream.log"; fail "stream: no echo ratio printed"; }
 check_json "$work/stream.json"
+
+# The capacity search in short windows, with a threshold (1 s) no window
+# misses for latency alone: each target's capacity is > 0 and
+# the ratios are finite and > 0 (what they are depends on the machine).
+"$load_bin" --server="$addr" --mode=stream --streams=2 --channels=2 \
+  --rate=30 --duration=1 --capacity_search --search_window=0.2 \
+  --p99_ms=1000 --search_steps=1 --skeleton="$data_dir/cmu_131_01_walk.bvh" \
+  --json="$work/capacity.json" >"$work/capacity.log" 2>&1 \
+  || { cat "$work/capacity.log"; fail "posewire-load --capacity_search failed"; }
+grep -q "ratio service/echo: .* (capacity at p99" "$work/capacity.log" \
+  || { cat "$work/capacity.log"; fail "capacity: no echo ratio printed"; }
+"$python" - "$work/capacity.json" <<'PY' || { cat "$work/capacity.log"; fail "capacity report is not sane"; }
+import json, math, sys
+report = json.load(open(sys.argv[1]))
+assert report["capacity_search"] is True
+for target in ("service", "echo", "in_process"):
+    c = report[target]
+    print(f"{target}: {c['messages_per_second']} messages/s at "
+          f"{c['rate_per_sender']} Hz/sender, p99 {c['p99_us']} us")
+    assert c["messages_per_second"] > 0, f"{target}: no capacity"
+    assert c["windows"] >= 1, f"{target}: no window"
+for ratio in ("ratio_echo", "ratio"):
+    assert math.isfinite(report[ratio]) and report[ratio] > 0, ratio
+PY
 # The latency plot script turns the report into a PNG titled from it.
 plot=$(dirname "${BASH_SOURCE[0]}")/../../bench/load/plot_latency.sh
 bash "$plot" "$work/latency.png" "$work/stream.json" >"$work/plot.log" 2>&1 \

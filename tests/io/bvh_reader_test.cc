@@ -23,7 +23,7 @@
 #include "solver_core/model/clip.h"
 
 namespace posewire {
-namespace {
+namespace bvh_reader_test {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -743,5 +743,5 @@ TEST(BvhReader, RandomByteMutationsParseOrFailCleanly) {
   }
 }
 
-}  // namespace
+}  // namespace bvh_reader_test
 }  // namespace posewire

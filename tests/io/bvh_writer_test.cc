@@ -25,7 +25,7 @@
 #include "solver_core/pose_ops/sampling_job.h"
 
 namespace posewire {
-namespace {
+namespace bvh_writer_test {
 
 using ::testing::HasSubstr;
 
@@ -427,5 +427,5 @@ TEST(BvhWriter, WriteBvhFileWritesAReadableFileAndReportsBadPaths) {
   EXPECT_THAT(missing_dir.message(), HasSubstr("no/such/dir/x.bvh"));
 }
 
-}  // namespace
+}  // namespace bvh_writer_test
 }  // namespace posewire

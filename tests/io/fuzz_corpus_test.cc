@@ -22,7 +22,7 @@
 #include "solver_core/io/gltf_reader.h"
 
 namespace posewire {
-namespace {
+namespace fuzz_corpus_test {
 
 using ::testing::HasSubstr;
 
@@ -158,5 +158,5 @@ TEST(FuzzRegressions, GltfInputsThatOnceCrashedAreRejectedCleanly) {
   }
 }
 
-}  // namespace
+}  // namespace fuzz_corpus_test
 }  // namespace posewire

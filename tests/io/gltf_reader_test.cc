@@ -32,7 +32,7 @@
 #include "solver_core/model/clip.h"
 
 namespace posewire {
-namespace {
+namespace gltf_reader_test {
 
 using ::nlohmann::json;
 using ::testing::HasSubstr;
@@ -1361,5 +1361,5 @@ TEST(GltfReaderErrors, OptionsAreChecked) {
       "options.max_rotation_norm_error");
 }
 
-}  // namespace
+}  // namespace gltf_reader_test
 }  // namespace posewire

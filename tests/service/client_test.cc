@@ -97,5 +97,117 @@ TEST_F(ClientTest, Session_RegistersSolvesFramesAndReportsErrors) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_F(ClientTest, Session_RegistersHitboxesAndQueriesTheRecordedPose) {
+  auto client = Connect();
+  auto session = client->OpenSession();
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->RegisterSkeleton("cmu", Walk().skeleton).ok());
+  ASSERT_TRUE(
+      (*session)
+          ->RegisterRig("rig", "cmu",
+                        google::protobuf::RepeatedPtrField<v1::Operation>())
+          .ok());
+  ASSERT_TRUE((*session)->RegisterCharacter("hero", "rig").ok());
+  google::protobuf::RepeatedPtrField<v1::Hitbox> hitboxes;
+  v1::Hitbox* hips = hitboxes.Add();
+  hips->set_joint("Hips");
+  hips->set_radius(2.0f);
+  ASSERT_TRUE((*session)->RegisterHitboxes("body", "cmu", hitboxes).ok());
+  hitboxes[0].set_joint("Tail");
+  EXPECT_EQ((*session)->RegisterHitboxes("bad", "cmu", hitboxes).code(),
+            absl::StatusCode::kInvalidArgument);
+
+  v1::Frame frame;
+  frame.set_sequence(1);
+  frame.set_time(1.0);
+  frame.add_characters()->set_character_id("hero");  // the rest pose
+  ASSERT_TRUE((*session)->SendFrame(frame).ok());
+  // A ray down -Z from 10 in front of the hips meets their sphere at 8.
+  const Eigen::Vector3f center =
+      Model(RestPose(Walk().skeleton))[0].translation;
+  v1::HitQuery query;
+  query.set_time(1.0);
+  v1::HitTarget* target = query.add_targets();
+  target->set_character_id("hero");
+  target->set_hitbox_set("body");
+  v1::Ray* ray = query.add_rays();
+  *ray->mutable_origin() = ToVec3(center + Eigen::Vector3f(0, 0, 10));
+  *ray->mutable_direction() = ToVec3(Eigen::Vector3f(0, 0, -1));
+  auto result = (*session)->Query(query);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->rays(0).hit());
+  EXPECT_EQ(result->rays(0).joint(), "Hips");
+  EXPECT_NEAR(result->rays(0).distance(), 8.0f, 1e-5f);
+  // A query error comes back as the call's status.
+  query.set_time(5.0);
+  auto outside = (*session)->Query(query);
+  EXPECT_EQ(outside.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(outside.status().message(), HasSubstr("query.time"));
+  EXPECT_TRUE((*session)->Close().ok());
+}
+
+TEST_F(ClientTest, Session_ResumesOnAnotherServerFromItsLatestSnapshot) {
+  auto replica = PosewireServer::Start(config_);
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  auto client = Connect();
+  auto session = client->OpenSession();
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->RegisterSkeleton("cmu", Walk().skeleton).ok());
+  google::protobuf::RepeatedPtrField<v1::Operation> ops;
+  ops.Add()->mutable_spring_bones()->mutable_rig()->add_root_joints(
+      "LeftShoulder");
+  ASSERT_TRUE((*session)->RegisterRig("springy", "cmu", ops).ok());
+  ASSERT_TRUE((*session)->RegisterCharacter("hero", "springy").ok());
+  // One now, then one after every second frame, read by SendFrame.
+  auto first = (*session)->Snapshot(2);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->any_frame());
+  auto frame = [](uint64_t sequence) {
+    v1::Frame f;
+    f.set_sequence(sequence);
+    f.set_dt(1.0f / 60.0f);
+    v1::CharacterFrame* c = f.add_characters();
+    c->set_character_id("hero");
+    c->mutable_root()->mutable_translation()->set_x(
+        3.0f * static_cast<float>(sequence));
+    return f;
+  };
+  for (uint64_t s = 1; s <= 4; ++s) {
+    ASSERT_TRUE((*session)->SendFrame(frame(s)).ok());
+  }
+  const client::ResumePoint point = (*session)->latest_resume_point();
+  EXPECT_EQ(point.snapshot.after_sequence(), 4u);
+  // The skeleton and the rig: the character is in the snapshot itself.
+  ASSERT_EQ(point.registrations.size(), 2u);
+  std::vector<v1::FrameResult> on_first;
+  for (uint64_t s = 5; s <= 6; ++s) {
+    auto result = (*session)->SendFrame(frame(s));
+    ASSERT_TRUE(result.ok()) << result.status();
+    on_first.push_back(*result);
+  }
+  EXPECT_TRUE((*session)->Close().ok());
+
+  client::Client other(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*replica)->port()),
+                          grpc::InsecureChannelCredentials()),
+      client::ClientOptions{});
+  auto resumed = other.ResumeSession(point);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  for (uint64_t s = 5; s <= 6; ++s) {
+    auto result = (*resumed)->SendFrame(frame(s));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_TRUE(BitIdentical(result->characters(0).pose(),
+                             Floats(on_first[s - 5].characters(0).pose())))
+        << "frame " << s;
+  }
+  // A damaged snapshot is the server's refusal, naming the field.
+  client::ResumePoint damaged = point;
+  damaged.snapshot.mutable_data()->pop_back();
+  auto refused = other.ResumeSession(damaged);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("resume.snapshot"));
+  EXPECT_TRUE((*resumed)->Close().ok());
+}
+
 }  // namespace
 }  // namespace posewire::server

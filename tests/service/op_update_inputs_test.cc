@@ -41,6 +41,12 @@ std::vector<UpdateCase> Cases() {
   const std::string collider =
       R"(colliders { shape: SHAPE_SPHERE attachment: ATTACHMENT_WORLD
                      offset { translation { x: 10 y: 15 z: 0 } } radius: 2 })";
+  const std::string ground_legs =
+      R"(pelvis: "Hips"
+         legs { hip: "LeftHip" knee: "LeftKnee" ankle: "LeftAnkle"
+                toe: "LeftToe" }
+         legs { hip: "RightHip" knee: "RightKnee" ankle: "RightAnkle"
+                toe: "RightToe" })";
   return {
       {"two_bone_ik", absl::StrCat("two_bone_ik { ", arm, " }"),
        R"(weight: 0.6 pole_vector { z: 1 }
@@ -51,6 +57,21 @@ std::vector<UpdateCase> Cases() {
        R"(weight: 0.5 pole_vector { x: 1 })",
        R"(aim_ik { joint: "Head" target { x: 0 y: 20 z: 30 } weight: 0.5
                    pole_vector { x: 1 } })"},
+      {"look_at",
+       R"(look_at { spine: ["Chest", "Chest2", "Neck"] head: "Head"
+                    target { x: 0 y: 20 z: 30 } })",
+       R"(weight: 0.5 target { x: 10 y: 22 z: 30 })",
+       R"(look_at { spine: ["Chest", "Chest2", "Neck"] head: "Head"
+                    target { x: 10 y: 22 z: 30 } weight: 0.5 })"},
+      {"ground", absl::StrCat("ground { ", ground_legs, R"(
+                   samples { hit: true point { y: 1 } }
+                   samples { hit: true point { y: 0.5 } } })"),
+       R"(weight: 0.5 ground_samples { hit: true point { y: 1.5 } }
+          ground_samples { hit: true point { y: 0.8 } normal { x: 0.1 y: 1 } })",
+       absl::StrCat("ground { ", ground_legs, R"(
+                   samples { hit: true point { y: 1.5 } }
+                   samples { hit: true point { y: 0.8 } normal { x: 0.1 y: 1 } }
+                   weight: 0.5 })")},
       {"ccd_ik",
        R"(ccd_ik { chain: ["RightShoulder", "RightElbow", "RightWrist"]
                    target { x: -8 y: 14 z: 4 } })",
@@ -247,8 +268,9 @@ TEST_F(OpUpdateInputsTest, BadUpdatesFailTheirCharacterNamingTheField) {
        "weight: 1",
        "op_updates[0].weight: op 0 is a blend, which takes layer_weights; "
        "only an additive, two_bone_ik, aim_ik, ccd_ik, fabrik_ik, "
-       "fabrik_tree_ik, full_body_biped_ik or full_body_ccd op takes this "
-       "update"},
+       "fabrik_tree_ik, full_body_biped_ik, full_body_ccd, look_at or ground "
+       "op "
+       "takes this update"},
       {"layer_count",
        R"(blend { layers { source { current: true } weight: 1 } })",
        "layer_weights: [1, 2]",

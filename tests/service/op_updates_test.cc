@@ -252,7 +252,8 @@ TEST_F(OpUpdatesTest, ABadUpdateFailsItsCharacterAloneAndNamesTheUpdate) {
        },
        "frame.characters[0].op_updates[0].target: op 0 is a sample_clip, which "
        "takes time; only "
-       "a two_bone_ik, aim_ik, ccd_ik or fabrik_ik op takes this update"},
+       "a two_bone_ik, aim_ik, ccd_ik, fabrik_ik or look_at op takes this "
+       "update"},
       {"a bend goal for CCD",
        [](auto& c) {
          v1::OpUpdate* u = c.add_op_updates();
@@ -270,7 +271,7 @@ TEST_F(OpUpdatesTest, ABadUpdateFailsItsCharacterAloneAndNamesTheUpdate) {
        },
        "frame.characters[0].op_updates[0].time: op 1 is a two_bone_ik, which "
        "takes target, bend_goal, weight, pole_vector, end_rotation; only a "
-       "sample_clip op takes this update"},
+       "sample_clip or retarget op takes this update"},
       {"nothing", [](auto& c) { c.add_op_updates()->set_op(1); },
        "frame.characters[0].op_updates[0]: updates nothing"},
       {"a NaN target",

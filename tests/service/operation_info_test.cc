@@ -45,7 +45,10 @@ const char* BaseOp(const std::string& name) {
        R"(full_body_biped_ik { effectors { id: BIPED_EFFECTOR_LEFT_HAND
             position { x: 10 y: 15 z: 5 } position_weight: 1 } })"},
       {"spring_bones",
-       R"(spring_bones { rig { root_joints: "LeftShoulder" } })"}};
+       R"(spring_bones { rig { root_joints: "LeftShoulder" } })"},
+      {"look_at",
+       R"(look_at { spine: ["Chest", "Neck"] head: "Head"
+                    target { x: 10 y: 20 z: 40 } })"}};
   auto it = ops->find(name);
   return it == ops->end() ? nullptr : it->second.c_str();
 }
@@ -164,8 +167,8 @@ TEST_F(OperationInfoTest, EachReportedRangeIsExactlyWhatASolveAccepts) {
       }
     }
   }
-  // Chain IK (4), full body (2), aim and spring bones.
-  EXPECT_EQ(ranges, 8);
+  // Chain IK (4), full body (2), aim, spring bones and look-at.
+  EXPECT_EQ(ranges, 9);
 }
 
 TEST_F(OperationInfoTest, TheServerLimitLowersOnlyCountsItBounds) {
@@ -175,7 +178,7 @@ TEST_F(OperationInfoTest, TheServerLimitLowersOnlyCountsItBounds) {
       if (info.name() == "full_body_biped_ik" &&
           range.field() == "spine_iterations") {
         EXPECT_EQ(range.max(), 16);  // its own cap, under the server's
-      } else if (info.name() == "aim_ik") {
+      } else if (info.name() == "aim_ik" || info.name() == "look_at") {
         EXPECT_EQ(range.max(), 2);  // not an iteration limit
       } else {
         EXPECT_EQ(range.max(), kServerIterations)

@@ -39,6 +39,9 @@ class ServerTest : public ::testing::Test {
     config_.max_sessions = 10;
     config_.max_sessions_per_peer = 3;
     config_.max_session_bytes = 5 << 20;
+    config_.history_frames = 90;
+    config_.history_window_seconds = 1.5;
+    config_.max_queries_per_request = 300;
     auto server = PosewireServer::Start(config_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -91,6 +94,9 @@ TEST_F(ServerTest, GetInfo_ReportsVersionRevisionAndConfiguredLimits) {
   EXPECT_EQ(info.limits().max_sessions(), 10u);
   EXPECT_EQ(info.limits().max_sessions_per_peer(), 3u);
   EXPECT_EQ(info.limits().max_session_bytes(), 5u << 20);
+  EXPECT_EQ(info.limits().history_frames(), 90u);
+  EXPECT_EQ(info.limits().history_window_seconds(), 1.5);
+  EXPECT_EQ(info.limits().max_queries_per_request(), 300u);
   // Exactly the operations the pipeline dispatches, nothing that would
   // answer UNIMPLEMENTED.
   EXPECT_THAT(std::vector<std::string>(info.operations().begin(),

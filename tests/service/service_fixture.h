@@ -79,8 +79,10 @@ inline std::vector<float> Floats(const v1::Pose& pose) {
 // Bitwise equality: 0.0f == -0.0f and NaN != NaN would hide differences.
 inline bool BitIdentical(const std::vector<float>& a,
                          const std::vector<float>& b) {
+  // Empty vectors may hold null data, which memcmp must not be given.
   return a.size() == b.size() &&
-         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+         (a.empty() ||
+          std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 inline bool BitIdentical(const v1::Pose& pose,
@@ -152,6 +154,43 @@ class ServiceTest : public ::testing::Test {
     r.mutable_register_clip()->set_skeleton_id("cmu");
     *r.mutable_register_clip()->mutable_clip() = WalkClip();
     ExpectRegistered(RoundTrip(stream, r));
+  }
+
+  // An op sampling the registered clip "walk" at `time`.
+  static v1::Operation SampleWalkOp(float time) {
+    v1::Operation op;
+    v1::ClipSample* sample = op.mutable_sample_clip()->mutable_sample();
+    sample->set_clip("walk");
+    sample->set_time(time);
+    return op;
+  }
+
+  // Registers rig "rig" of `ops` on skeleton "cmu" (RegisterWalk) and
+  // character "c" on it.
+  static void RegisterRigAndCharacter(SessionStream& stream,
+                                      const std::vector<v1::Operation>& ops) {
+    v1::SessionRequest r;
+    r.mutable_register_rig()->set_id("rig");
+    r.mutable_register_rig()->set_skeleton_id("cmu");
+    for (const v1::Operation& op : ops) {
+      *r.mutable_register_rig()->add_ops() = op;
+    }
+    ExpectRegistered(RoundTrip(stream, r));
+    r.Clear();
+    r.mutable_register_character()->set_id("c");
+    r.mutable_register_character()->set_rig_id("rig");
+    ExpectRegistered(RoundTrip(stream, r));
+  }
+
+  // Solves `request` on the server, expecting OK; its first character's
+  // answer (empty when there is none).
+  v1::CharacterOutput SolveFirstCharacter(const v1::SolveRequest& request) {
+    grpc::ClientContext context;
+    v1::SolveResponse response;
+    grpc::Status status = stub_->Solve(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response.characters_size() > 0 ? response.characters(0)
+                                          : v1::CharacterOutput();
   }
 
   // For tests outside a fixture.

@@ -126,10 +126,23 @@ class POSEWIRE_PT_solvers(_Panel, bpy.types.Panel):
         if setup.kind == "BIPED":
             _draw_biped(box, obj, setup)
             return
+        if setup.kind == "GROUND":
+            _bone_field(box, obj, setup, "start_bone", "Pelvis")
+            box.prop(setup, "ground_feet")
+            box.prop(setup, "ground_object")
+            box.prop(setup, "floor_height")
+            box.prop(setup, "max_tilt")
+            box.prop(setup, "weight")
+            return
         if setup.kind == "AIM":
             _bone_field(box, obj, setup, "end_bone", "Bone")
             box.prop(setup, "forward_axis")
             box.prop(setup, "up_axis")
+        elif setup.kind == "LOOK_AT":
+            _bone_field(box, obj, setup, "start_bone", "Spine from")
+            _bone_field(box, obj, setup, "end_bone", "Head")
+            box.prop(setup, "facing")
+            box.prop(setup, "body_weight")
         else:
             _bone_field(box, obj, setup, "start_bone", "Start")
             if setup.kind == "TWO_BONE":

@@ -19,8 +19,12 @@ SOLVER_KINDS = [
     ("CCD", "CCD chain", "Cyclic coordinate descent over a bone chain"),
     ("FABRIK", "FABRIK chain", "Forward and backward reaching IK"),
     ("AIM", "Aim", "Points a bone's axis at a target (look-at)"),
+    ("LOOK_AT", "Look-at", "Turns a spine and head toward a target, the "
+     "spine's share rising toward the head (FinalIK LookAtIK)"),
     ("BIPED", "Full-body biped", "FinalIK-style full-body IK with hand, "
      "foot and body effectors"),
+    ("GROUND", "Ground", "Plants the feet on a mesh under the character, "
+     "lowering the pelvis so the lower foot reaches (FinalIK Grounder)"),
 ]
 
 AXES = [
@@ -89,6 +93,7 @@ class PosewireSolver(bpy.types.PropertyGroup):
     enabled: BoolProperty(name="Enabled", default=True)
     weight: FloatProperty(name="Weight", default=1.0, min=0.0, max=1.0)
     # Two-bone: start -> mid -> end. Chains: root .. tip. Aim: tip.
+    # Look-at: the first spine bone .. the head.
     start_bone: StringProperty(name="Start / root bone")
     mid_bone: StringProperty(name="Mid bone")
     end_bone: StringProperty(name="End / tip bone")
@@ -103,12 +108,38 @@ class PosewireSolver(bpy.types.PropertyGroup):
                                description="Aim axis in bone space (Blender "
                                            "bones point along Y)")
     up_axis: EnumProperty(name="Up", items=AXES, default="Z")
+    facing: EnumProperty(
+        name="Facing", items=AXES, default="NEG_Y",
+        description="Look-at: the direction the rest pose faces, in the "
+                    "armature's space (Blender characters face -Y); each "
+                    "bone looks along the axis its rest turns onto it")
+    body_weight: FloatProperty(
+        name="Body weight", default=0.5, min=0.0, max=1.0,
+        description="Look-at: how much of the turn the spine takes")
     biped_auto_mapping: BoolProperty(
         name="Detect mapping", default=True,
         description="Let the server map pelvis, spine, head and limbs from "
                     "bone names; off: use the names below")
     biped_iterations: IntProperty(name="Iterations", default=4, min=0,
                                   max=64)
+    # Ground: the pelvis is start_bone; each foot's knee and hip are its
+    # parent and grandparent.
+    ground_feet: StringProperty(
+        name="Feet", description="Ground: the foot (ankle) bones, "
+                                 "comma-separated; each one's parent is its "
+                                 "knee and grandparent its hip")
+    ground_object: PointerProperty(
+        type=bpy.types.Object, name="Ground",
+        description="Ground: the mesh the feet stand on; it is ray-cast "
+                    "straight down (world -Z) under each foot")
+    floor_height: FloatProperty(
+        name="Clip floor", default=0.0,
+        description="Ground: the height (armature space, along its up) of "
+                    "the floor the animation was made on")
+    max_tilt: FloatProperty(
+        name="Max foot tilt", subtype="ANGLE", default=0.7853982, min=0.0,
+        max=1.4835298,
+        description="Ground: how far a foot turns toward a sloped ground")
 
 
 # The biped's 19 role names and 5 effector targets, added as annotations (how

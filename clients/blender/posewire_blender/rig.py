@@ -141,8 +141,16 @@ class RigBuilder:
                 op.pole_vector.CopyFrom(
                     _vec3(self.pw, self.point(setup.pole) - head))
             return ops.Operation(aim_ik=op)
+        if kind == "LOOK_AT":
+            chain = self.chain(setup)
+            return ops.Operation(look_at=ops.LookAtOp(
+                spine=chain[:-1], head=chain[-1], target=self._target(setup),
+                character_forward=_vec3(self.pw, _AXIS_VECTORS[setup.facing]),
+                weight=setup.weight, body_weight=setup.body_weight))
         if kind == "BIPED":
             return ops.Operation(full_body_biped_ik=self.biped(setup))
+        if kind == "GROUND":
+            return ops.Operation(ground=self.ground(setup, pose_floats))
         raise SetupError(f"{setup.name}: unknown kind {kind}")
 
     def biped(self, setup):
@@ -171,6 +179,74 @@ class RigBuilder:
                 for part in ("clavicle", "upper", "lower", "end"):
                     setattr(joints, part, getattr(setup, f"{limb}_{part}"))
         return op
+
+    def ground(self, setup, pose_floats):
+        """GroundOp: the legs from the foot bones, and the ground under each
+        foot ray-cast on the ground mesh as a game engine would, all in the
+        armature's space (whose up is the world's +Z seen from the
+        armature)."""
+        ops = self.pw.ops
+        pelvis = self._bone(setup, "start_bone")
+        feet = [f.strip() for f in setup.ground_feet.split(",") if f.strip()]
+        if not feet:
+            raise SetupError(f"{setup.name}: no foot bones (Feet)")
+        if setup.ground_object is None or setup.ground_object.type != "MESH":
+            raise SetupError(f"{setup.name}: Ground must be a mesh object")
+        parents = self.layout.parents
+        model = self.layout.model_matrices(
+            self.layout.local_matrices(pose_floats))
+        # Normals and up go to armature space by the inverse transpose.
+        normal_to_model = self.obj.matrix_world.to_3x3().transposed()
+        up = (normal_to_model @ Vector((0.0, 0.0, 1.0))).normalized()
+        op = ops.GroundOp(pelvis=pelvis, up=_vec3(self.pw, up),
+                          floor_height=setup.floor_height,
+                          max_tilt=setup.max_tilt, weight=setup.weight)
+        for foot in feet:
+            if foot not in self.layout.index:
+                raise SetupError(f"{setup.name}: foot '{foot}' is not a bone "
+                                 f"of {self.obj.name}")
+            ankle = self.layout.index[foot]
+            knee = parents[ankle]
+            hip = parents[knee] if knee >= 0 else -1
+            if hip < 0:
+                raise SetupError(f"{setup.name}: foot '{foot}' needs a parent "
+                                 "(knee) and a grandparent (hip)")
+            names = self.layout.names
+            op.legs.add(hip=names[hip], knee=names[knee], ankle=foot)
+            leg_length = ((model[knee].translation - model[hip].translation)
+                          .length + (model[ankle].translation -
+                                     model[knee].translation).length)
+            op.samples.append(self._ground_hit(
+                setup.ground_object, model[ankle].translation, leg_length, up))
+        return op
+
+    def _ground_hit(self, ground, ankle_model, leg_length, up):
+        """GroundHit under an ankle (armature space, whose up is `up`): the
+        mesh ray-cast from a leg's length above it straight down (world
+        -Z), two legs' long."""
+        hit = self.pw.ops.GroundHit(hit=False)
+        world = self.obj.matrix_world
+        # World distances: the leg's length scaled as the armature is.
+        reach = leg_length * max(world.to_scale())
+        origin = world @ ankle_model + Vector((0.0, 0.0, reach))
+        if self.depsgraph is not None:
+            ground = ground.evaluated_get(self.depsgraph)
+        to_ground = ground.matrix_world.inverted()
+        found, location, normal, _ = ground.ray_cast(
+            to_ground @ origin,
+            (to_ground.to_3x3() @ Vector((0.0, 0.0, -1.0))).normalized(),
+            distance=2.0 * reach * max(to_ground.to_scale()))
+        if not found:
+            return hit
+        point = self._to_model @ (ground.matrix_world @ location)
+        world_normal = to_ground.to_3x3().transposed() @ normal
+        model_normal = world.to_3x3().transposed() @ world_normal
+        if model_normal.dot(up) < 0.0:
+            model_normal = -model_normal  # the mesh's face points down
+        hit.hit = True
+        hit.point.CopyFrom(_vec3(self.pw, point))
+        hit.normal.CopyFrom(_vec3(self.pw, model_normal.normalized()))
+        return hit
 
     def spring(self, spring):
         """SpringBonesOp for one chain; gravity stays in world space, as

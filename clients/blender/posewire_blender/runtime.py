@@ -131,8 +131,9 @@ def stop_live(obj):
 
 
 def _target_positions(obj, depsgraph):
-    """Where every target of the armature is, to skip frames that would
-    change nothing (a depsgraph update of something else)."""
+    """Where every target (and ground mesh) of the armature is, to skip
+    frames that would change nothing (a depsgraph update of something
+    else)."""
     positions = [tuple(obj.matrix_world.col[3])]
     for setup in obj.posewire.solvers:
         for field in ("target", "pole", "body_target", "left_hand_target",
@@ -143,6 +144,13 @@ def _target_positions(obj, depsgraph):
                 if depsgraph is not None:
                     target = target.evaluated_get(depsgraph)
                 positions.append(tuple(target.matrix_world.translation))
+        if setup.ground_object is not None:
+            # The whole placement: a ground that tilts changes the answer.
+            ground = setup.ground_object
+            if depsgraph is not None:
+                ground = ground.evaluated_get(depsgraph)
+            positions.append(tuple(v for row in ground.matrix_world
+                                   for v in row))
     return positions
 
 

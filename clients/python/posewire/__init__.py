@@ -13,6 +13,11 @@ it and PYTHONPATH). Every message and enum is in `posewire.msg`
 modules are also here as `posewire.pb` (service messages), `posewire.ops`
 (operations) and `posewire.types` (skeletons, poses, clips).
 
+`posewire.local` is the solver core in this process (no server): it reads
+BVH and glTF files and answers Solve requests bit for bit as the service
+does. `solve_pose` on a Client or a local.Solver takes and returns numpy
+arrays.
+
 Runs on Debian's python3-grpcio and python3-protobuf (/usr/bin/python3).
 """
 
@@ -66,13 +71,26 @@ def _messages():
 
 msg = _messages()
 
-from posewire.client import Client, PosewireError, Session  # noqa: E402
+from posewire.calls import (  # noqa: E402
+    SolvedPose, array_from_pose, pose_from_array, sample_clip_op,
+    two_bone_ik_op)
+from posewire.client import (  # noqa: E402
+    Client, PosewireError, ResumePoint, Session)
+from posewire.ground import (  # noqa: E402
+    ground_hit, ground_op, ground_update, heightfield, look_at_op,
+    target_update)
+from posewire.retarget import retarget_op  # noqa: E402
+from posewire.referee import Violation, plausibility_op, violations  # noqa: E402,E501
 from posewire.poses import (  # noqa: E402
     FLOATS_PER_JOINT, Transform, axis_angle, make_skeleton, pack_pose,
     pose_array, rotation_track, unpack_pose)
 
 __all__ = [
-    "Client", "Session", "PosewireError", "FLOATS_PER_JOINT", "Transform",
+    "Client", "Session", "ResumePoint", "PosewireError", "SolvedPose", "array_from_pose",
+    "pose_from_array", "sample_clip_op", "two_bone_ik_op", "FLOATS_PER_JOINT", "Transform",
     "axis_angle", "make_skeleton", "pack_pose", "pose_array",
     "rotation_track", "unpack_pose", "msg", "ops", "pb", "pb_grpc", "types",
+    "ground_hit", "ground_op", "ground_update", "heightfield", "look_at_op",
+    "target_update", "retarget_op", "plausibility_op", "violations",
+    "Violation",
 ]

@@ -11,6 +11,7 @@ import queue
 
 import grpc
 
+from posewire.calls import SolvesPoses
 from posewire.v1 import posewire_pb2 as pb
 from posewire.v1 import posewire_pb2_grpc as pb_grpc
 
@@ -44,7 +45,7 @@ class PosewireError(Exception):
         return cls(status_code(status.code), status.message, context)
 
 
-class Client:
+class Client(SolvesPoses):
     """A connection to a posewire server.
 
     target: "HOST:PORT". timeout: seconds each unary call may take.
@@ -85,16 +86,55 @@ class Client:
             raise PosewireError.from_rpc_error(error, "GetInfo") from None
 
     def solve(self, request):
-        """Solve: one self-contained batch (a posewire.v1.SolveRequest)."""
+        """Solve: one self-contained batch (a posewire.v1.SolveRequest).
+        solve_pose (posewire.calls) is the one-character call on numpy
+        arrays."""
         try:
             return self._stub.Solve(request, timeout=self._timeout,
                                     metadata=self._metadata)
         except grpc.RpcError as error:
             raise PosewireError.from_rpc_error(error, "Solve") from None
 
+    def learn_limits(self, skeleton, clips, **options):
+        """LearnLimits: joint limits learnt from `clips` (posewire.v1.Clip
+        messages) of `skeleton` (a posewire.v1.Skeleton, a content hash, or
+        an asset from posewire.local.load: then `clips` may be None for
+        all its clips). options: LearnLimitsOptions fields (margin,
+        min_range, kind, euler_order, unlimited_joints, limit_root).
+        Returns the posewire.v1.LearnLimitsResponse; its `limits` go into
+        plausibility_op(limits=...) or an IK op's limits."""
+        if clips is None:
+            clips = list(getattr(skeleton, "clips", {}).values())
+        skeleton = getattr(skeleton, "skeleton", skeleton)
+        ref = (pb.SkeletonRef(hash=skeleton) if isinstance(skeleton, str)
+               else pb.SkeletonRef(skeleton=skeleton))
+        request = pb.LearnLimitsRequest(
+            skeleton=ref, clips=list(clips),
+            options=pb.LearnLimitsOptions(**options))
+        try:
+            return self._stub.LearnLimits(request, timeout=self._timeout,
+                                          metadata=self._metadata)
+        except grpc.RpcError as error:
+            raise PosewireError.from_rpc_error(error, "LearnLimits") from None
+
     def session(self):
         """Opens a streaming Session (use it as a context manager)."""
         return Session(self._stub, self._metadata)
+
+    def resume_session(self, point):
+        """Opens a Session that resumes from `point` (a ResumePoint, from
+        Session.resume_point(), possibly taken on another server): sends the
+        snapshot, resends the registrations the server asks for, and
+        returns the session ready for frames after
+        point.snapshot.after_sequence. A refused snapshot or registration
+        raises PosewireError with the server's message."""
+        session = Session(self._stub, self._metadata)
+        try:
+            session._resume(point)
+        except PosewireError:
+            session.close()
+            raise
+        return session
 
     def close(self):
         if self._owns_channel:
@@ -107,9 +147,38 @@ class Client:
         self.close()
 
 
+def _registration_key(kind, skeleton_id, registration_id):
+    # Clip ids are per skeleton.
+    return (kind, skeleton_id, registration_id)
+
+
+def _request_key(request):
+    """The key of a register_* request a snapshot lists (None for a
+    character: a snapshot carries those whole)."""
+    which = request.WhichOneof("message")
+    if which == "register_clip":
+        return _registration_key("clip", request.register_clip.skeleton_id,
+                                 request.register_clip.id)
+    if which in ("register_skeleton", "register_rig", "register_hitboxes"):
+        return _registration_key(which[len("register_"):], "",
+                                 getattr(request, which).id)
+    return None
+
+
+class ResumePoint:
+    """What resumes a session on any server: a posewire.v1.SessionSnapshot
+    and the registration requests it lists (the snapshot holds only their
+    hashes)."""
+
+    def __init__(self, snapshot, registrations):
+        self.snapshot = snapshot
+        self.registrations = list(registrations)
+
+
 class Session:
     """A synchronous streaming session: each call sends one message and
-    waits for its answer (the server answers every message, in order).
+    waits for its answer (the server answers every message, in order;
+    periodic snapshots, which follow a frame's answer, are read by frame()).
     Not thread-safe."""
 
     def __init__(self, stub, metadata=None):
@@ -117,6 +186,13 @@ class Session:
         self._responses = stub.Session(self._outgoing(), metadata=metadata)
         self._sequence = 0
         self._closed = False
+        # Accepted registrations by _request_key, to resend on a resume.
+        self._registrations = {}
+        self._latest_snapshot = pb.SessionSnapshot()
+        # Periodic snapshots: the server's every_frames, and the accepted
+        # frames since the last one, counted as the server counts them.
+        self._snapshot_every = 0
+        self._frames_since_snapshot = 0
 
     @property
     def closed(self):
@@ -138,6 +214,9 @@ class Session:
             raise PosewireError(grpc.StatusCode.FAILED_PRECONDITION,
                                 "the session is closed")
         self._requests.put(request)
+        return self._next_response()
+
+    def _next_response(self):
         try:
             return next(self._responses)
         except grpc.RpcError as error:
@@ -154,7 +233,56 @@ class Session:
         if status.code != 0:
             raise PosewireError.from_status(
                 status, f"register {kind} '{response.registered.id}'")
+        key = _request_key(request)
+        if key is not None:
+            self._registrations[key] = request
         return response.registered
+
+    def snapshot(self, every_frames=0):
+        """Asks for a snapshot of the session now and returns it (a
+        posewire.v1.SessionSnapshot); with every_frames > 0 the server also
+        sends one after every that many accepted frames, which frame()
+        reads and resume_point() then holds. Raises PosewireError when the
+        server refuses (e.g. over limits.max_snapshot_bytes)."""
+        response = self.call(pb.SessionRequest(
+            snapshot=pb.SnapshotRequest(every_frames=every_frames)))
+        if response.snapshot.status.code != 0:
+            raise PosewireError.from_status(response.snapshot.status,
+                                            "snapshot")
+        self._snapshot_every = every_frames
+        self._frames_since_snapshot = 0
+        self._latest_snapshot = response.snapshot
+        return response.snapshot
+
+    def resume_point(self):
+        """The newest snapshot (from snapshot() or periodic) with the
+        registrations it lists, as a ResumePoint for
+        Client.resume_session."""
+        registrations = []
+        for r in self._latest_snapshot.registrations:
+            request = self._registrations.get(
+                _registration_key(r.kind, r.skeleton_id, r.id))
+            if request is not None:
+                registrations.append(request)
+        return ResumePoint(self._latest_snapshot, registrations)
+
+    def _resume(self, point):
+        response = self.call(pb.SessionRequest(
+            resume=pb.ResumeSession(snapshot=point.snapshot.data)))
+        if response.resume.status.code != 0:
+            raise PosewireError.from_status(response.resume.status, "resume")
+        by_key = {_request_key(r): r for r in point.registrations}
+        for missing in response.resume.missing:
+            request = by_key.get(_registration_key(
+                missing.kind, missing.skeleton_id, missing.id))
+            if request is None:
+                raise PosewireError(
+                    grpc.StatusCode.NOT_FOUND,
+                    f"resume: the server asks for {missing.kind} "
+                    f"'{missing.id}', which the resume point does not hold")
+            self._register(missing.kind, request)
+        self._sequence = response.resume.after_sequence
+        self._latest_snapshot = point.snapshot
 
     def register_skeleton(self, skeleton_id, skeleton):
         """skeleton: a posewire.v1.Skeleton (see poses.make_skeleton)."""
@@ -180,12 +308,42 @@ class Session:
             register_character=pb.RegisterCharacter(id=character_id,
                                                     rig_id=rig_id)))
 
-    def frame(self, characters, dt=0.0, sequence=None):
+    def register_hitboxes(self, set_id, skeleton_id, hitboxes):
+        """hitboxes: posewire.v1.Hitbox messages (spheres, capsules, boxes on
+        joints of the registered skeleton). Queries name the set by set_id."""
+        return self._register("hitboxes", pb.SessionRequest(
+            register_hitboxes=pb.RegisterHitboxes(
+                id=set_id, skeleton_id=skeleton_id, hitboxes=list(hitboxes))))
+
+    def query(self, targets, rays=(), spheres=(), time=None, want_poses=False):
+        """Rewinds characters and casts rays and spheres at their hitboxes;
+        returns the posewire.v1.QueryResult.
+
+        targets: (character_id, hitbox_set) pairs. rays: posewire.v1.Ray
+        messages (world space); spheres: posewire.v1.SphereQuery messages.
+        time: the game time (Frame.time) to rewind to; None: each
+        character's newest frame. A query error (time outside the rewind
+        window, a bad ray, an unknown character) raises PosewireError.
+        """
+        query = pb.HitQuery(rays=list(rays), spheres=list(spheres),
+                            want_poses=want_poses)
+        if time is not None:
+            query.time = time
+        for character_id, hitbox_set in targets:
+            query.targets.add(character_id=character_id, hitbox_set=hitbox_set)
+        result = self.call(pb.SessionRequest(query=query)).query
+        if result.status.code != 0:
+            raise PosewireError.from_status(result.status, "query")
+        return result
+
+    def frame(self, characters, dt=0.0, sequence=None, time=None):
         """Solves one frame and returns its posewire.v1.FrameResult.
 
         characters: posewire.v1.CharacterFrame messages, or character ids
         (strings) for characters that just run their rig. sequence: default
-        one more than the previous frame's.
+        one more than the previous frame's. time: the game's tick time in
+        seconds (Frame.time; never going backwards), kept with each
+        character's pose for Session.query rewinds.
 
         A frame-level error (sequence out of order, bad dt, too many
         characters) raises PosewireError. A character's own error does not:
@@ -196,6 +354,8 @@ class Session:
         if sequence is None:
             sequence = self._sequence + 1
         frame = pb.Frame(sequence=sequence, dt=dt)
+        if time is not None:
+            frame.time = time
         for character in characters:
             if isinstance(character, str):
                 frame.characters.add(character_id=character)
@@ -207,7 +367,18 @@ class Session:
             raise PosewireError.from_status(result.status,
                                             f"frame {sequence}")
         self._sequence = sequence
+        if self._snapshot_every > 0:
+            self._frames_since_snapshot += 1
+            if self._frames_since_snapshot >= self._snapshot_every:
+                self._frames_since_snapshot = 0
+                self._read_periodic_snapshot()
         return result
+
+    def _read_periodic_snapshot(self):
+        snapshot = self._next_response().snapshot
+        # A refused one (over the size limit) leaves the previous in place.
+        if snapshot.status.code == 0:
+            self._latest_snapshot = snapshot
 
     @staticmethod
     def raise_for_characters(result):

@@ -33,6 +33,12 @@ def axis_angle(axis, degrees):
     return (axis[0] * s, axis[1] * s, axis[2] * s, math.cos(half))
 
 
+def _vec3(values):
+    """A posewire.v1.Vec3 from any three numbers (a tuple, a numpy row)."""
+    x, y, z = (float(v) for v in values)
+    return types_pb2.Vec3(x=x, y=y, z=z)
+
+
 def _flatten(transforms):
     floats = []
     for i, t in enumerate(transforms):

@@ -169,6 +169,43 @@ class ClientTest(unittest.TestCase):
                     self.assertQuatClose(posewire.unpack_pose(b.pose)[1].rotation,
                                          (0, 0, 0, 1))
 
+    def test_session_resumes_from_its_snapshot_on_a_new_stream(self):
+        play = ops.Operation(crossfade=ops.CrossfadeOp(
+            commands=[ops.CrossfadeCommand(play="bend")]))
+        with self.client.session() as first:
+            first.register_skeleton("leg", LEG)
+            first.register_clip("bend", "leg", BEND_CLIP)
+            first.register_rig("player", "leg", [ops.Operation(
+                crossfade=ops.CrossfadeOp())])
+            first.register_character("a", "player")
+            first.snapshot(every_frames=3)
+            first.frame([pb.CharacterFrame(character_id="a", ops=[play])],
+                        dt=0.1)
+            for _ in range(2):
+                first.frame(["a"], dt=0.1)
+            # Read by frame() after the third frame's answer.
+            point = first.resume_point()
+            self.assertEqual(point.snapshot.after_sequence, 3)
+            self.assertEqual([r.WhichOneof("message")
+                              for r in point.registrations],
+                             ["register_skeleton", "register_clip",
+                              "register_rig"])
+            expected = [first.frame(["a"], dt=0.1) for _ in range(3)]
+        with self.client.resume_session(point) as resumed:
+            for want in expected:
+                got = resumed.frame(["a"], dt=0.1)
+                self.assertEqual(got.sequence, want.sequence)
+                # The player's clip time went on: the same floats.
+                self.assertEqual(list(got.characters[0].pose.transforms),
+                                 list(want.characters[0].pose.transforms))
+        # A damaged snapshot is refused by name.
+        damaged = posewire.ResumePoint(
+            pb.SessionSnapshot(data=point.snapshot.data[:-1]),
+            point.registrations)
+        with self.assertRaises(posewire.PosewireError) as raised:
+            self.client.resume_session(damaged)
+        self.assertIn("resume.snapshot", raised.exception.message)
+
     def test_session_errors_raise_and_the_session_goes_on(self):
         with self.client.session() as session:
             with self.assertRaises(posewire.PosewireError) as raised:
@@ -183,6 +220,206 @@ class ClientTest(unittest.TestCase):
                 session.frame(["a"], sequence=5)
             result = session.frame(["a"], sequence=6)
             self.assertEqual(result.sequence, 6)
+
+    def test_session_rewinds_and_casts_a_ray_at_the_rewound_pose(self):
+        with self.client.session() as session:
+            session.register_skeleton("leg", LEG)
+            session.register_clip("bend", "leg", BEND_CLIP)
+            session.register_rig("rig", "leg", [sample(0.0)])
+            session.register_character("a", "rig")
+            session.register_hitboxes("body", "leg", [
+                pb.Hitbox(joint="ankle", shape=pb.HITBOX_SHAPE_SPHERE,
+                          radius=0.1)])
+            # Straight at t = 1.0, the knee bent 45 degrees (the clip half
+            # way) at t = 1.1.
+            session.frame([pb.CharacterFrame(character_id="a",
+                                             ops=[sample(0.0)])],
+                          dt=0.1, time=1.0)
+            session.frame([pb.CharacterFrame(character_id="a",
+                                             ops=[sample(0.5)])],
+                          dt=0.1, time=1.1)
+            # The ankle: (0, 0, 0) straight; bent, the knee (0, 0.5, 0) plus
+            # (0, -0.5, 0) turned 45 degrees about X. Rewound half way, by
+            # lerp, to the midpoint.
+            c = math.cos(math.radians(45))
+            bent = (0, 0.5 - 0.5 * c, -0.5 * c)
+            want = [0.5 * v for v in bent]
+            ray = pb.Ray(origin=types.Vec3(x=0, y=want[1], z=5),
+                         direction=types.Vec3(x=0, y=0, z=-1))
+            result = session.query([("a", "body")], rays=[ray], time=1.05,
+                                   want_poses=True)
+            ankle = posewire.unpack_pose(result.poses[0].model_pose)[2]
+            for got, expected in zip(ankle.translation, want):
+                self.assertAlmostEqual(got, expected, places=5)
+            # The ray meets the ankle's sphere (radius 0.1) in front of it.
+            hit = result.rays[0]
+            self.assertTrue(hit.hit)
+            self.assertEqual((hit.character_id, hit.joint, hit.hitbox),
+                             ("a", "ankle", 0))
+            self.assertAlmostEqual(hit.distance, 5 - want[2] - 0.1, places=5)
+            with self.assertRaises(posewire.PosewireError) as raised:
+                session.query([("a", "body")], rays=[ray], time=2.0)
+            self.assertEqual(raised.exception.code,
+                             grpc.StatusCode.OUT_OF_RANGE)
+            self.assertIn("query.time", raised.exception.message)
+
+
+# A pelvis 1 up, a hip beside it, and a leg bent a little at the knee so
+# the ankle stands 0.1 above the floor (y = 0).
+BIPED_LEG = posewire.make_skeleton(
+    ["pelvis", "hip", "knee", "ankle"], [-1, 0, 1, 2],
+    rest=[(0, 1, 0), (0.1, 0, 0), (0, -0.45, 0.02), (0, -0.45, -0.02)])
+
+
+class GroundTest(unittest.TestCase):
+    """The ground and look_at helpers against the server."""
+
+    def setUp(self):
+        self.client = posewire.Client(SERVER, timeout=10)
+
+    def tearDown(self):
+        self.client.close()
+
+    def solve(self, op):
+        request = pb.SolveRequest(characters=[pb.CharacterInput(
+            id="leg", skeleton=pb.SkeletonRef(skeleton=BIPED_LEG), ops=[op],
+            want_model_pose=True)])
+        return self.client.solve(request).characters[0]
+
+    def test_flat_ground_at_the_floor_leaves_the_pose(self):
+        out = self.solve(posewire.ground_op(
+            "pelvis", [("hip", "knee", "ankle")],
+            samples=[posewire.ground_hit((0.3, 0.0, 0.2))]))
+        # Bit for bit: the floats the server returns are the rest pose's.
+        self.assertEqual(list(out.pose.transforms),
+                         list(BIPED_LEG.rest_pose))
+
+    def test_raised_ground_lifts_the_foot_and_lower_ground_the_pelvis(self):
+        ankle_rest_y = 1 - 0.45 - 0.45
+        for ground, pelvis_y in ((0.2, 1.0), (-0.2, 0.8)):
+            out = self.solve(posewire.ground_op(
+                "pelvis", [("hip", "knee", "ankle")],
+                samples=[posewire.ground_hit((0, ground, 0))]))
+            model = posewire.unpack_pose(out.model_pose)
+            self.assertAlmostEqual(model[0].translation[1], pelvis_y, places=4)
+            self.assertAlmostEqual(model[3].translation[1],
+                                   ankle_rest_y + ground, places=4)
+            self.assertAlmostEqual(model[3].translation[0], 0.1, places=4)
+
+    def test_session_ground_samples_come_in_op_updates(self):
+        with self.client.session() as session:
+            session.register_skeleton("leg", BIPED_LEG)
+            session.register_rig("rig", "leg", [
+                posewire.ground_op("pelvis", [("hip", "knee", "ankle")])])
+            session.register_character("a", "rig")
+            frame = pb.CharacterFrame(
+                character_id="a", want_model_pose=True,
+                op_updates=[posewire.ground_update(
+                    0, [posewire.ground_hit((0, 0.1, 0))])])
+            result = session.frame([frame], dt=1 / 60)
+            session.raise_for_characters(result)
+            model = posewire.unpack_pose(result.characters[0].model_pose)
+            self.assertAlmostEqual(model[3].translation[1], 0.2, places=4)
+
+    def test_z_up_ground_lifts_the_foot_along_z(self):
+        # The leg turned Z-up (the pelvis turned +90 degrees about x, so
+        # it stands at z = 1): ground 0.2 up along z lifts the ankle from
+        # z = 0.1 to 0.3, as ground 0.2 up along y does the Y-up leg.
+        s = math.sqrt(0.5)
+        turned = types.Pose(transforms=list(BIPED_LEG.rest_pose))
+        turned.transforms[0:7] = [0.0, 0.0, 1.0, s, 0.0, 0.0, s]
+        request = pb.SolveRequest(characters=[pb.CharacterInput(
+            id="leg", skeleton=pb.SkeletonRef(skeleton=BIPED_LEG),
+            pose=turned, want_model_pose=True, ops=[posewire.ground_op(
+                "pelvis", [("hip", "knee", "ankle")], up=(0, 0, 1),
+                samples=[posewire.ground_hit((0.3, -0.2, 0.2))])])])
+        out = self.client.solve(request).characters[0]
+        model = posewire.unpack_pose(out.model_pose)
+        self.assertAlmostEqual(model[0].translation[2], 1.0, places=4)
+        self.assertAlmostEqual(model[3].translation[2], 0.3, places=4)
+        self.assertAlmostEqual(model[3].translation[0], 0.1, places=4)
+
+    def test_look_at_helper_builds_the_op(self):
+        op = posewire.look_at_op(["Chest"], "Head", (0, 1, 2), weight=0.5)
+        self.assertEqual(list(op.look_at.spine), ["Chest"])
+        self.assertEqual(op.look_at.target.z, 2.0)
+        self.assertEqual(op.look_at.weight, 0.5)
+
+
+class PlausibilityTest(unittest.TestCase):
+    """The referee's plausibility op through the helpers, in a Session."""
+
+    def setUp(self):
+        self.client = posewire.Client(SERVER, timeout=10)
+
+    def tearDown(self):
+        self.client.close()
+
+    def test_a_knee_snap_is_reported_and_the_pose_left_as_claimed(self):
+        with self.client.session() as session:
+            session.register_skeleton("leg", LEG)
+            session.register_rig("referee", "leg",
+                                 [posewire.plausibility_op()])
+            session.register_character("p1", "referee")
+            # The knee bends 5 degrees a frame at 60 Hz (300 deg/s), then
+            # snaps 120 degrees in one frame (7,200 deg/s).
+            angles = [5 * i for i in range(10)] + [165]
+            for i, angle in enumerate(angles):
+                pose = types.Pose(transforms=list(LEG.rest_pose))
+                pose.transforms[13:17] = posewire.axis_angle((1, 0, 0), angle)
+                result = session.frame(
+                    [pb.CharacterFrame(character_id="p1", pose=pose)],
+                    dt=1 / 60)
+                session.raise_for_characters(result)
+                character = result.characters[0]
+                self.assertEqual(list(character.pose.transforms),
+                                 list(pose.transforms))
+                found = posewire.violations(character.ops[0])
+                if i < len(angles) - 1:
+                    self.assertEqual(found, [], f"frame {i}")
+                    self.assertTrue(character.ops[0].plausibility.plausible)
+                    continue
+                self.assertFalse(character.ops[0].plausibility.plausible)
+                velocity = [v for v in found if v.check == "angular_velocity"]
+                self.assertEqual([v.joint for v in velocity], ["knee"])
+                self.assertAlmostEqual(velocity[0].measured,
+                                       math.radians(120) * 60, places=1)
+
+    def test_learnt_limits_sent_back_catch_a_knee_bent_backwards(self):
+        learnt = self.client.learn_limits(LEG, [BEND_CLIP])
+        knee = [spec for spec in learnt.limits if spec.joint == "knee"]
+        self.assertEqual(len(knee), 1)
+        # The clip bends the knee from 0 to 90 degrees about X; the default
+        # margin is 5 degrees.
+        self.assertAlmostEqual(knee[0].euler.min.x, math.radians(-5), places=4)
+        self.assertAlmostEqual(knee[0].euler.max.x, math.radians(95), places=4)
+        pose = types.Pose(transforms=list(LEG.rest_pose))
+        pose.transforms[13:17] = posewire.axis_angle((1, 0, 0), -30)
+        request = pb.SolveRequest(characters=[pb.CharacterInput(
+            id="p1", skeleton=pb.SkeletonRef(skeleton=LEG), pose=pose,
+            ops=[posewire.plausibility_op(limits=learnt.limits)])])
+        out = self.client.solve(request).characters[0]
+        found = posewire.violations(out.ops[0])
+        self.assertEqual([(v.check, v.joint, v.axis) for v in found],
+                         [("range_of_motion", "knee", 0)])
+        self.assertAlmostEqual(found[0].measured, math.radians(-30), places=4)
+        self.assertAlmostEqual(found[0].bound, math.radians(-5), places=4)
+        with self.assertRaises(posewire.PosewireError) as raised:
+            self.client.learn_limits(LEG, [])
+        self.assertIn("at least one clip", str(raised.exception))
+
+    def test_helper_refuses_unknown_thresholds_and_checks(self):
+        with self.assertRaises(ValueError):
+            posewire.plausibility_op(thresholds={"max_speed": 1})
+        with self.assertRaises(ValueError):
+            posewire.plausibility_op(skip=[("knee", {"length"})])
+        op = posewire.plausibility_op(
+            thresholds={"max_root_speed": 9}, skip=[("knee", {"bone"})],
+            skip_extremities=False)
+        self.assertEqual(op.plausibility.thresholds.max_root_speed, 9.0)
+        self.assertTrue(op.plausibility.skip[0].bone)
+        self.assertFalse(op.plausibility.skip[0].range)
+        self.assertFalse(op.plausibility.skip_extremities)
 
 
 if __name__ == "__main__":

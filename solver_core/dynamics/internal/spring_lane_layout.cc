@@ -178,7 +178,7 @@ std::shared_ptr<const SpringLaneLayout> BuildLaneLayout(
   BuildLaneLayoutW(particles, skeleton_parents, particle_of_joint,
                    &layout->wide);
   // Groups hold one level each, so the slots count each level's padding.
-  const size_t levels = static_cast<size_t>(1 + MaxDepth(particles));
+  const size_t levels = static_cast<size_t>(MaxDepth(particles)) + 1;
   const size_t wide_slots = kSpringWideLanes * layout->wide.groups.size();
   const size_t narrow_slots = lanes::kWidth * layout->narrow.groups.size();
   layout->prefer_wide = !particles.empty() &&

@@ -12,13 +12,14 @@
 #include "tests/service/bad_input/harness.h"
 
 namespace posewire::server::bad_input {
-namespace {
+namespace bad_input_catalogue_test {
 
 std::vector<BadInput> Catalogue(std::shared_ptr<grpc::Channel> channel) {
   std::vector<BadInput> rows;
   for (std::vector<BadInput> area :
        {RequestRows(), PoseOpRows(), IkRows(), SpringAndValidateRows(),
-        SessionRows(), TransportRows(std::move(channel))}) {
+        SessionRows(), SnapshotRows(), RefereeRows(),
+        TransportRows(std::move(channel))}) {
     for (BadInput& row : area) rows.push_back(std::move(row));
   }
   return rows;
@@ -256,5 +257,5 @@ TEST_F(BadInputCatalogueTest,
   if (markdown) std::cout << table;
 }
 
-}  // namespace
+}  // namespace bad_input_catalogue_test
 }  // namespace posewire::server::bad_input

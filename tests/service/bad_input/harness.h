@@ -72,6 +72,11 @@ inline Outcome FromResponse(const v1::SessionResponse& response) {
   if (response.has_registered()) {
     return FromWire(response.registered().status());
   }
+  if (response.has_query()) return FromWire(response.query().status());
+  if (response.has_snapshot()) {
+    return FromWire(response.snapshot().status());
+  }
+  if (response.has_resume()) return FromWire(response.resume().status());
   const v1::FrameResult& frame = response.frame();
   if (frame.status().code() != 0) return FromWire(frame.status());
   for (const v1::CharacterResult& c : frame.characters()) {
@@ -150,6 +155,67 @@ inline v1::AimIkOp* Aim(v1::SolveRequest& r) {
   op->set_joint("Head");
   *op->mutable_target() = Vec(0, 20, 30);
   return op;
+}
+
+inline v1::LookAtOp* LookAt(v1::SolveRequest& r) {
+  v1::LookAtOp* op = AddOp(r)->mutable_look_at();
+  for (const char* j : {"Chest", "Chest2", "Neck"}) op->add_spine(j);
+  op->set_head("Head");
+  *op->mutable_target() = Vec(0, 20, 30);
+  return op;
+}
+
+// Both walk legs, ground 1 and 0.5 above the clip's floor.
+inline v1::GroundOp* Ground(v1::SolveRequest& r) {
+  v1::GroundOp* op = AddOp(r)->mutable_ground();
+  op->set_pelvis("Hips");
+  for (const char* side : {"Left", "Right"}) {
+    const std::string s(side);
+    v1::GroundLeg* leg = op->add_legs();
+    leg->set_hip(s + "Hip");
+    leg->set_knee(s + "Knee");
+    leg->set_ankle(s + "Ankle");
+    leg->set_toe(s + "Toe");
+  }
+  for (float y : {1.0f, 0.5f}) {
+    v1::GroundHit* hit = op->add_samples();
+    hit->set_hit(true);
+    *hit->mutable_point() = Vec(0, y, 0);
+  }
+  return op;
+}
+
+// A 2 x 2 flat heightfield in place of the samples.
+// A retarget from the walk skeleton (inline, at its rest pose) onto the
+// hero's, mapping the left leg explicitly.
+inline v1::RetargetOp* Retarget(v1::SolveRequest& r) {
+  const v1::Skeleton source = HeroSkeleton(r);
+  v1::RetargetOp* op = AddOp(r)->mutable_retarget();
+  *op->mutable_skeleton() = source;
+  op->mutable_pose();
+  v1::RetargetMapping* m = op->mutable_mapping();
+  m->set_source_pelvis("Hips");
+  m->set_target_pelvis("Hips");
+  v1::RetargetChain* leg = m->add_chains();
+  leg->set_name("left_leg");
+  for (const char* j : {"LeftHip", "LeftKnee", "LeftAnkle"}) {
+    leg->add_source(j);
+    leg->add_target(j);
+  }
+  return op;
+}
+
+inline v1::Heightfield* GroundField(v1::SolveRequest& r) {
+  v1::GroundOp* op = Ground(r);
+  op->clear_samples();
+  v1::Heightfield* h = op->mutable_heightfield();
+  h->set_columns(2);
+  h->set_rows(2);
+  h->set_spacing(100.0f);
+  h->set_origin_x(-50.0f);
+  h->set_origin_z(-50.0f);
+  for (int i = 0; i < 4; ++i) h->add_heights(0.5f);
+  return h;
 }
 
 inline v1::CcdIkOp* Ccd(v1::SolveRequest& r) {
@@ -363,6 +429,7 @@ inline Outcome RunSession(v1::PoseWire::Stub& stub,
   all.insert(all.end(), messages.begin(), messages.end());
   Outcome last;
   uint64_t max_sequence = 0;
+  double max_time = 0.0;  // the good frame must not go back in time
   for (size_t i = 0; i < all.size(); ++i) {
     v1::SessionResponse response;
     if (!stream->Write(all[i]) || !stream->Read(&response)) {
@@ -370,6 +437,9 @@ inline Outcome RunSession(v1::PoseWire::Stub& stub,
     }
     if (all[i].has_frame()) {
       max_sequence = std::max(max_sequence, all[i].frame().sequence());
+      if (std::isfinite(all[i].frame().time())) {
+        max_time = std::max(max_time, all[i].frame().time());
+      }
     }
     last = FromResponse(response);
     if (i + 1 < all.size() && last.code != grpc::StatusCode::OK) {
@@ -379,6 +449,7 @@ inline Outcome RunSession(v1::PoseWire::Stub& stub,
     }
   }
   v1::SessionRequest good = FrameFor(max_sequence + 1, "hero");
+  good.mutable_frame()->set_time(max_time);
   v1::SessionResponse response;
   if (!stream->Write(good) || !stream->Read(&response) ||
       FromResponse(response).code != grpc::StatusCode::OK ||
@@ -567,6 +638,8 @@ std::vector<BadInput> PoseOpRows();
 std::vector<BadInput> IkRows();
 std::vector<BadInput> SpringAndValidateRows();
 std::vector<BadInput> SessionRows();
+std::vector<BadInput> SnapshotRows();
+std::vector<BadInput> RefereeRows();
 std::vector<BadInput> TransportRows(std::shared_ptr<grpc::Channel> channel);
 
 }  // namespace posewire::server::bad_input

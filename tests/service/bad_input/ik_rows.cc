@@ -308,6 +308,206 @@ std::vector<BadInput> IkRows() {
       StatusCode::INVALID_ARGUMENT,
       "fabrik_tree_ik.effectors[1].pull: -1 must be finite and > 0"));
 
+  // ---- look-at
+  add(SolveRow(
+      "look_at_spine_off_the_head_path",
+      "look_at spine Chest, Chest2, LeftShoulder; head Head",
+      [](auto& r) { LookAt(r)->set_spine(2, "LeftShoulder"); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].look_at.spine[2] 'LeftShoulder': not an ancestor "
+      "of look_at.head 'Head' (the spine runs from the hips to the head along "
+      "one path)"));
+  add(SolveRow(
+      "look_at_spine_out_of_order", "look_at spine Chest2, Chest, Neck",
+      [](auto& r) {
+        v1::LookAtOp* op = LookAt(r);
+        op->set_spine(0, "Chest2");
+        op->set_spine(1, "Chest");
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].look_at.spine[0] 'Chest2': not an ancestor of "
+      "look_at.spine[1] 'Chest'"));
+  add(SolveRow(
+      "look_at_zero_forward_axis", "look_at axes with the head's (0,0,0)",
+      [](auto& r) {
+        v1::LookAtOp* op = LookAt(r);
+        for (int i = 0; i < 3; ++i) *op->add_axes() = Vec(0, 0, 1);
+        *op->add_axes() = Vec(0, 0, 0);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].look_at.axes[3]: zero length; give the forward "
+      "axis of head (joint 16 'Head') in its own space"));
+  add(SolveRow(
+      "look_at_axes_count", "look_at with 2 axes for 4 bones",
+      [](auto& r) {
+        v1::LookAtOp* op = LookAt(r);
+        for (int i = 0; i < 2; ++i) *op->add_axes() = Vec(0, 0, 1);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].look_at.axes: 2 axes for 4 bones"));
+  add(SolveRow(
+      "look_at_zero_character_forward", "look_at character_forward (0,0,0)",
+      [](auto& r) { *LookAt(r)->mutable_character_forward() = Vec(0, 0, 0); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].look_at.character_forward: zero length"));
+  add(SolveRow(
+      "look_at_eye_not_under_head", "look_at eyes LeftWrist",
+      [](auto& r) { LookAt(r)->add_eyes("LeftWrist"); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].look_at.eyes[0] 'LeftWrist': not under "
+      "look_at.head 'Head'"));
+  add(SolveRow(
+      "look_at_unknown_head", "look_at head 'Skull'",
+      [](auto& r) { LookAt(r)->set_head("Skull"); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].look_at.head: no joint named 'Skull'"));
+  add(SolveRow(
+      "look_at_target_missing", "look_at without a target",
+      [](auto& r) { LookAt(r)->clear_target(); }, StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].look_at.target: required"));
+  add(SolveRow(
+      "look_at_body_weight_nan", "look_at body_weight NaN",
+      [](auto& r) { LookAt(r)->set_body_weight(kNaN); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].look_at.body_weight: nan is not finite"));
+  add(SolveRow(
+      "look_at_clamp_smoothing_out_of_range", "look_at clamp_smoothing 3",
+      [](auto& r) { LookAt(r)->set_clamp_smoothing(3); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].look_at.clamp_smoothing: 3 is not in [0, 2]"));
+  add(SolveSameRow(
+      "look_at_weight_huge", "look_at weight 1e38 (clamped to 1)",
+      [](auto& r) { LookAt(r)->set_weight(1e38f); },
+      [](auto& r) { LookAt(r)->set_weight(1.0f); }));
+  add(SolveRow(
+      "look_at_max_turn_speed_negative", "look_at max_turn_speed -1",
+      [](auto& r) { LookAt(r)->set_max_turn_speed(-1.0f); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].look_at.max_turn_speed: -1 is not finite and "
+      ">= 0"));
+  add(SolveRow(
+      "look_at_state_direction_nan",
+      "look_at state direction (NaN, 0, 0), turn speed limited",
+      [](auto& r) {
+        LookAt(r)->set_max_turn_speed(3.0f);
+        *(*Hero(r).mutable_state())["look_at"]
+             .mutable_look_at()
+             ->mutable_direction() = Vec(kNaN, 0, 0);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].state[\"look_at\"].look_at.direction: NaN or infinite "
+      "component"));
+
+  // ---- ground
+  add(SolveRow(
+      "ground_leg_not_a_chain", "ground legs[0] knee LeftToe (below the ankle)",
+      [](auto& r) { Ground(r)->mutable_legs(0)->set_knee("LeftToe"); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.legs[0].ankle: joint 4 'LeftAnkle' is not "
+      "a descendant of legs[0].knee joint 5 'LeftToe'"));
+  add(SolveRow(
+      "ground_legs_share_a_subtree", "ground with the left leg twice",
+      [](auto& r) {
+        v1::GroundOp* op = Ground(r);
+        *op->mutable_legs(1) = op->legs(0);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.legs[1].hip: joint 2 'LeftHip' shares a "
+      "subtree with legs[0].hip"));
+  add(SolveRow(
+      "ground_unknown_pelvis", "ground pelvis Tail",
+      [](auto& r) { Ground(r)->set_pelvis("Tail"); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.pelvis: no joint named 'Tail'"));
+  add(SolveRow(
+      "ground_heightfield_zero_spacing", "ground heightfield spacing 0",
+      [](auto& r) { GroundField(r)->set_spacing(0.0f); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.heightfield.spacing: 0 is not finite and "
+      "> 0"));
+  add(SolveRow(
+      "ground_heightfield_nan_spacing", "ground heightfield spacing NaN",
+      [](auto& r) { GroundField(r)->set_spacing(kNaN); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.heightfield.spacing: nan is not finite"));
+  add(SolveRow(
+      "ground_heightfield_nan_height", "ground heightfield heights[2] NaN",
+      [](auto& r) { GroundField(r)->set_heights(2, kNaN); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.heightfield.heights[2]: nan is not "
+      "finite"));
+  add(SolveRow(
+      "ground_heightfield_size", "ground heightfield 2 x 2 with 3 heights",
+      [](auto& r) { GroundField(r)->mutable_heights()->RemoveLast(); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.heightfield.heights: 3 heights for 2 "
+      "columns x 2 rows"));
+  add(SolveRow(
+      "ground_sample_nan_point", "ground samples[1] point (NaN, 0, 0)",
+      [](auto& r) {
+        *Ground(r)->mutable_samples(1)->mutable_point() = Vec(kNaN, 0, 0);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.samples[1].point: NaN or infinite "
+      "component"));
+  add(SolveRow(
+      "ground_sample_zero_normal", "ground samples[0] normal (0, 0, 0)",
+      [](auto& r) {
+        *Ground(r)->mutable_samples(0)->mutable_normal() = Vec(0, 0, 0);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.samples[0].normal: zero length"));
+  add(SolveRow(
+      "ground_sample_normal_down", "ground samples[0] normal (0, -1, 0)",
+      [](auto& r) {
+        *Ground(r)->mutable_samples(0)->mutable_normal() = Vec(0, -1, 0);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.samples[0].normal: (0, -1, 0) does not "
+      "point up"));
+  add(SolveRow(
+      "ground_up_zero", "ground up (0, 0, 0)",
+      [](auto& r) { *Ground(r)->mutable_up() = Vec(0, 0, 0); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.up: zero length; give model space's up "
+      "direction"));
+  add(SolveRow(
+      "ground_sample_normal_not_along_up",
+      "ground up (0, 0, 1) with samples[0] normal (0, 1, 0)",
+      [](auto& r) {
+        v1::GroundOp* op = Ground(r);
+        *op->mutable_up() = Vec(0, 0, 1);
+        *op->mutable_samples(0)->mutable_normal() = Vec(0, 1, 0);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.samples[0].normal: (0, 1, 0) does not "
+      "point up (normal . up > 0)"));
+  add(SolveRow(
+      "ground_heightfield_with_z_up", "ground heightfield with up (0, 0, 1)",
+      [](auto& r) {
+        GroundField(r);
+        *r.mutable_characters(0)
+             ->mutable_ops(0)
+             ->mutable_ground()
+             ->mutable_up() = Vec(0, 0, 1);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.heightfield: needs up = +Y"));
+  add(SolveRow(
+      "ground_sample_count", "ground with 1 sample for 2 legs",
+      [](auto& r) { Ground(r)->mutable_samples()->RemoveLast(); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.samples: 1 samples for 2 legs"));
+  add(SolveRow(
+      "ground_max_tilt_too_steep", "ground max_tilt 2 radians",
+      [](auto& r) { Ground(r)->set_max_tilt(2.0f); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.max_tilt: 2 is not in [0, "));
+  add(SolveSameRow(
+      "ground_weight_huge", "ground weight 1e38 (clamped to 1)",
+      [](auto& r) { Ground(r)->set_weight(1e38f); },
+      [](auto& r) { Ground(r)->set_weight(1.0f); }));
+
   // ---- full body
   add(SolveRow(
       "full_body_ccd_target_inf", "full_body_ccd effector target.y +Inf",

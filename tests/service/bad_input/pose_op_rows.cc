@@ -220,6 +220,100 @@ std::vector<BadInput> PoseOpRows() {
       },
       StatusCode::INVALID_ARGUMENT,
       "dynamics_state: 7 bytes is shorter than the 72-byte header"));
+
+  // ---- retarget
+  add(SolveRow(
+      "retarget_chain_to_missing_bone",
+      "retarget chain target LeftFoot (no such joint)",
+      [](auto& r) {
+        Retarget(r)->mutable_mapping()->mutable_chains(0)->set_target(
+            2, "LeftFoot");
+      },
+      StatusCode::NOT_FOUND,
+      "characters[0].ops[0].retarget.mapping.chains[0].target[2]: no joint "
+      "named 'LeftFoot' in the target skeleton"));
+  add(SolveRow(
+      "retarget_chain_cycle",
+      "retarget chain source LeftHip, LeftKnee, LeftHip",
+      [](auto& r) {
+        Retarget(r)->mutable_mapping()->mutable_chains(0)->set_source(
+            2, "LeftHip");
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].retarget.mapping.chains[0].source[2]: 'LeftHip' "
+      "is already joint 0 of this chain (a cycle)"));
+  add(SolveRow(
+      "retarget_chain_goes_up", "retarget chain target LeftKnee, LeftHip",
+      [](auto& r) {
+        v1::RetargetChain* c =
+            Retarget(r)->mutable_mapping()->mutable_chains(0);
+        c->clear_target();
+        c->add_target("LeftKnee");
+        c->add_target("LeftHip");
+        c->mutable_source()->RemoveLast();
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].retarget.mapping.chains[0].target[1]: 'LeftHip' "
+      "is not below 'LeftKnee'"));
+  add(SolveRow(
+      "retarget_joint_mapped_twice", "retarget pelvis Hips also in a chain",
+      [](auto& r) {
+        v1::RetargetChain* c = Retarget(r)->mutable_mapping()->add_chains();
+        c->add_source("Hips");
+        c->add_target("Hips");
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].retarget.mapping.chains[1].target[0]: target "
+      "joint 'Hips' is already mapped by another chain"));
+  add(SolveRow(
+      "retarget_shares_nothing", "retarget from a two-joint stick, no mapping",
+      [](auto& r) {
+        v1::RetargetOp* op = Retarget(r);
+        op->clear_mapping();
+        v1::Skeleton* s = op->mutable_skeleton();
+        s->Clear();
+        s->add_joint_names("a");
+        s->add_joint_names("b");
+        s->add_parents(-1);
+        s->add_parents(0);
+        for (int j = 0; j < 2; ++j) {
+          for (float v :
+               {0.f, 1.f * j, 0.f, 0.f, 0.f, 0.f, 1.f, 1.f, 1.f, 1.f}) {
+            s->add_rest_pose(v);
+          }
+        }
+      },
+      StatusCode::NOT_FOUND,
+      "characters[0].ops[0].retarget.mapping: no biped detected in the "
+      "source skeleton"));
+  add(SolveRow(
+      "retarget_unknown_hash", "retarget skeleton_hash 'feed'",
+      [](auto& r) { Retarget(r)->set_skeleton_hash("feed"); },
+      StatusCode::NOT_FOUND,
+      "characters[0].ops[0].retarget.skeleton_hash: no skeleton 'feed' here"));
+  add(SolveRow(
+      "retarget_skeleton_id_in_solve", "retarget skeleton_id in a Solve",
+      [](auto& r) { Retarget(r)->set_skeleton_id("cmu"); },
+      StatusCode::NOT_FOUND,
+      "characters[0].ops[0].retarget.skeleton_id: no skeleton 'cmu' "
+      "registered in this session"));
+  add(SolveRow(
+      "retarget_no_source_pose", "retarget without clip or pose",
+      [](auto& r) { Retarget(r)->clear_pose(); }, StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].retarget.source_pose: not set"));
+  add(SolveRow(
+      "retarget_root_scale_nan", "retarget root_scale NaN",
+      [](auto& r) { Retarget(r)->set_root_scale(kNaN); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].retarget.root_scale: nan must be finite and >= "
+      "0"));
+  add(SolveRow(
+      "retarget_source_pose_short", "retarget pose of 3 floats",
+      [](auto& r) {
+        v1::Pose* p = Retarget(r)->mutable_pose();
+        for (int i = 0; i < 3; ++i) p->add_transforms(0.0f);
+      },
+      StatusCode::INVALID_ARGUMENT, "characters[0].ops[0].retarget.pose"));
   return rows;
 }
 

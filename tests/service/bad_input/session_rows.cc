@@ -194,7 +194,8 @@ std::vector<BadInput> SessionRows() {
       StatusCode::INVALID_ARGUMENT,
       "frame.characters[0].op_updates[0].target: op 0 is a sample_clip, which "
       "takes time; only "
-      "a two_bone_ik, aim_ik, ccd_ik or fabrik_ik op takes this update"));
+      "a two_bone_ik, aim_ik, ccd_ik, fabrik_ik or look_at op takes this "
+      "update"));
   add(FrameRow(
       "op_update_empty", "an op update setting nothing",
       [](v1::CharacterFrame& c) { c.add_op_updates()->set_op(0); },
@@ -231,8 +232,9 @@ std::vector<BadInput> SessionRows() {
       StatusCode::INVALID_ARGUMENT,
       "frame.characters[0].op_updates[0].weight: op 0 is a sample_clip, "
       "which takes time; only an additive, two_bone_ik, aim_ik, ccd_ik, "
-      "fabrik_ik, fabrik_tree_ik, full_body_biped_ik or full_body_ccd op "
-      "takes this update"));
+      "fabrik_ik, fabrik_tree_ik, full_body_biped_ik, full_body_ccd, look_at "
+      "or "
+      "ground op takes this update"));
   add(FrameRow(
       "op_update_effector_index",
       "an op update of effector 3 of a one-effector FABRIK tree",

@@ -1,0 +1,86 @@
+#include "clients/load/capacity_search.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/str_format.h"
+
+namespace posewire::load {
+
+bool HoldsRate(const PhaseResult& window, double rate_per_sender,
+               const SearchOptions& options) {
+  // A short window counts whole messages: one per sender of slack.
+  const double offered = rate_per_sender * options.senders;
+  const double slack = options.senders / std::max(1e-9, window.seconds);
+  return window.TotalErrors() == 0 && window.answered == window.sent &&
+         window.MessagesPerSecond() >= 0.95 * offered - slack &&
+         window.Percentile(99) <= options.p99_us;
+}
+
+namespace {
+
+// Measures one rate, prints its line and keeps it in `best` if it held.
+bool Try(const std::string& target, double rate, const SearchOptions& options,
+         const std::function<PhaseResult(double rate)>& window,
+         Capacity& best) {
+  const PhaseResult p = window(rate);
+  ++best.windows;
+  const bool held = HoldsRate(p, rate, options);
+  std::printf(
+      "capacity %-10s %8.1f Hz/sender: %.0f messages/s, p99 %.1f us: %s\n",
+      target.c_str(), rate, p.MessagesPerSecond(), p.Percentile(99),
+      held ? "holds" : "fails");
+  if (held && rate > best.rate_per_sender) {
+    best.rate_per_sender = rate;
+    best.messages_per_second = p.MessagesPerSecond();
+    best.character_frames_per_second = p.CharacterFramesPerSecond();
+    best.p99_us = p.Percentile(99);
+  }
+  return held;
+}
+
+}  // namespace
+
+Capacity SearchCapacity(const std::string& target, const SearchOptions& options,
+                        const std::function<PhaseResult(double rate)>& window) {
+  Capacity best{.target = target};
+  double held = 0;
+  double failed = 0;
+  double rate = options.start_rate;
+  for (int i = 0; i <= options.max_doublings; ++i, rate *= 2) {
+    if (!Try(target, rate, options, window, best)) {
+      failed = rate;
+      break;
+    }
+    held = rate;
+  }
+  if (failed == 0) return best;  // never failed: the capacity is a floor
+  for (int i = 0; i < options.refine_steps; ++i) {
+    const double mid = held > 0 ? (held + failed) / 2 : failed / 2;
+    if (Try(target, mid, options, window, best)) {
+      held = mid;
+    } else {
+      failed = mid;
+    }
+  }
+  return best;
+}
+
+void PrintCapacity(const Capacity& c) {
+  std::printf(
+      "capacity %-10s %.0f messages/s (%.0f character-frames/s) at %.1f "
+      "Hz/sender, p99 %.1f us (%d windows)\n",
+      c.target.c_str(), c.messages_per_second, c.character_frames_per_second,
+      c.rate_per_sender, c.p99_us, c.windows);
+}
+
+std::string CapacityJson(const Capacity& c) {
+  return absl::StrFormat(
+      "{\"rate_per_sender\": %.3f, \"messages_per_second\": %.1f, "
+      "\"character_frames_per_second\": %.1f, \"p99_us\": %.1f, "
+      "\"windows\": %d}",
+      c.rate_per_sender, c.messages_per_second, c.character_frames_per_second,
+      c.p99_us, c.windows);
+}
+
+}  // namespace posewire::load

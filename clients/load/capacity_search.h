@@ -1,0 +1,56 @@
+// posewire-load's capacity search: the highest paced rate a target holds
+// with its p99 latency under a threshold, found by doubling the rate until
+// it fails and then bisecting, each step one short window.
+#ifndef POSEWIRE_CLIENTS_LOAD_CAPACITY_SEARCH_H_
+#define POSEWIRE_CLIENTS_LOAD_CAPACITY_SEARCH_H_
+
+#include <functional>
+#include <string>
+
+#include "clients/load/phase.h"
+
+namespace posewire::load {
+
+struct SearchOptions {
+  // Messages per second per sender of the first window.
+  double start_rate = 60;
+  // The latency a rate must hold: p99 at most this many microseconds.
+  double p99_us = 1000;
+  // Bisection steps after the first failing rate.
+  int refine_steps = 4;
+  // Doublings tried before giving up on finding a failing rate.
+  int max_doublings = 8;
+  int senders = 1;
+};
+
+// Whether a window held its offered rate: no errors, every message
+// answered, at least 95% of the offered messages (less one per sender)
+// answered, and p99 within the threshold. A paced sender that falls behind
+// skips rather than bursting, so a saturated target shows as missing
+// messages, not only as latency.
+bool HoldsRate(const PhaseResult& window, double rate_per_sender,
+               const SearchOptions& options);
+
+struct Capacity {
+  std::string target;
+  // The highest rate that held (0: not even the start rate held).
+  double rate_per_sender = 0;
+  // What the target answered at that rate: messages/s, character-frames/s
+  // and p99 in microseconds.
+  double messages_per_second = 0;
+  double character_frames_per_second = 0;
+  double p99_us = 0;
+  int windows = 0;
+};
+
+// Runs `window(rate)` (one short phase at `rate` Hz per sender) as the
+// search needs, printing one line per window.
+Capacity SearchCapacity(const std::string& target, const SearchOptions& options,
+                        const std::function<PhaseResult(double rate)>& window);
+
+void PrintCapacity(const Capacity& c);
+std::string CapacityJson(const Capacity& c);
+
+}  // namespace posewire::load
+
+#endif  // POSEWIRE_CLIENTS_LOAD_CAPACITY_SEARCH_H_

@@ -1,0 +1,440 @@
+#include "solver_core/referee/plausibility.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "solver_core/model/deterministic_math.h"
+#include "solver_core/model/pose.h"
+
+namespace posewire {
+namespace {
+
+using transform_internal::Multiply;
+
+constexpr float kPi = static_cast<float>(EIGEN_PI);
+// Bones shorter than this fraction of the rig size compare their change
+// against it instead of their own length.
+constexpr float kMinBoneFraction = 0.02f;
+
+Eigen::Quaternionf Conjugate(const Eigen::Quaternionf& q) {
+  return Eigen::Quaternionf(q.w(), -q.x(), -q.y(), -q.z());
+}
+
+// The rotation vector (axis times angle, angle in [0, pi]) of unit `q`.
+Eigen::Vector3f RotationVector(const Eigen::Quaternionf& q) {
+  const float sign = q.w() < 0.0f ? -1.0f : 1.0f;
+  const Eigen::Vector3f v = q.vec() * sign;
+  const float s = std::sqrt(v.squaredNorm());
+  if (s == 0.0f) return Eigen::Vector3f::Zero();
+  const float angle = 2.0f * std::atan2(s, q.w() * sign);
+  return v * (angle / s);
+}
+
+// The angle in [0, pi] of unit `q`.
+float RotationAngle(const Eigen::Quaternionf& q) {
+  const float s = std::sqrt(q.vec().squaredNorm());
+  return 2.0f * std::atan2(s, std::fabs(q.w()));
+}
+
+// Joint j's rotation, the placement's included for a root.
+Eigen::Quaternionf JointRotation(const Skeleton& skeleton,
+                                 absl::Span<const Transform> pose,
+                                 const Transform& placement, int j) {
+  return skeleton.parent(j) == kNoParent
+             ? Multiply(placement.rotation, pose[j].rotation)
+             : pose[j].rotation;
+}
+
+absl::Status CheckThreshold(float value, const char* name) {
+  if (!std::isfinite(value) || value <= 0.0f) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plausibility.thresholds.", name, ": ", value,
+                     " must be finite and positive"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPlacement(const Transform& t, const char* field) {
+  if (TransformLooksValid(t)) return absl::OkStatus();
+  if (!IsFinite(t)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plausibility.", field, ": has a NaN or infinite component"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("plausibility.", field, ": rotation norm ",
+                   t.rotation.norm(), " is not 1; send a unit quaternion"));
+}
+
+absl::Status CheckDt(float dt, const char* field) {
+  if (!std::isfinite(dt) || dt <= 0.0f) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plausibility.", field, ": ", dt,
+                     " seconds; a later frame needs a positive, finite time "
+                     "step (time never goes backwards)"));
+  }
+  return absl::OkStatus();
+}
+
+class Reporter {
+ public:
+  Reporter(PlausibilityResult* result, int64_t frame)
+      : result_(result), frame_(frame) {}
+  void Add(PlausibilityCheck check, int joint, int axis, float measured,
+           float bound) {
+    result_->violations.push_back({.check = check,
+                                   .joint = joint,
+                                   .axis = axis,
+                                   .frame = frame_,
+                                   .measured = measured,
+                                   .bound = bound});
+  }
+
+ private:
+  PlausibilityResult* result_;
+  int64_t frame_;
+};
+
+// Range of motion of one joint.
+void CheckRange(const JointLimit& limit, const EulerRangeScreen* screen,
+                const Eigen::Quaternionf& local, float tolerance, int joint,
+                Reporter& report) {
+  const Eigen::Quaternionf q = Multiply(Conjugate(limit.reference), local);
+  switch (limit.type) {
+    case JointLimitType::kNone:
+      return;
+    case JointLimitType::kEuler: {
+      if (screen != nullptr && SurelyWithinEulerRanges(*screen, q)) return;
+      const Eigen::Vector3f e = ToEuler(q, limit.euler_order);
+      for (int axis = 0; axis < 3; ++axis) {
+        if (e[axis] < limit.euler_min[axis] - tolerance) {
+          report.Add(PlausibilityCheck::kRangeOfMotion, joint, axis, e[axis],
+                     limit.euler_min[axis]);
+        } else if (e[axis] > limit.euler_max[axis] + tolerance) {
+          report.Add(PlausibilityCheck::kRangeOfMotion, joint, axis, e[axis],
+                     limit.euler_max[axis]);
+        }
+      }
+      return;
+    }
+    case JointLimitType::kSwingTwist:
+    case JointLimitType::kHinge: {
+      const SwingTwistParts p = DecomposeSwingTwist(q, limit.axis);
+      if (p.twist_angle < limit.min_angle - tolerance) {
+        report.Add(PlausibilityCheck::kRangeOfMotion, joint, 0, p.twist_angle,
+                   limit.min_angle);
+      } else if (p.twist_angle > limit.max_angle + tolerance) {
+        report.Add(PlausibilityCheck::kRangeOfMotion, joint, 0, p.twist_angle,
+                   limit.max_angle);
+      }
+      // A hinge allows no swing off its axis beyond the tolerance.
+      const float max_swing =
+          limit.type == JointLimitType::kHinge ? 0.0f : limit.max_swing;
+      if (p.swing_angle > max_swing + tolerance) {
+        report.Add(PlausibilityCheck::kRangeOfMotion, joint, 1, p.swing_angle,
+                   max_swing);
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+const char* PlausibilityCheckName(PlausibilityCheck check) {
+  switch (check) {
+    case PlausibilityCheck::kRangeOfMotion:
+      return "range_of_motion";
+    case PlausibilityCheck::kAngularVelocity:
+      return "angular_velocity";
+    case PlausibilityCheck::kAngularAcceleration:
+      return "angular_acceleration";
+    case PlausibilityCheck::kBoneLength:
+      return "bone_length";
+    case PlausibilityCheck::kScale:
+      return "scale";
+    case PlausibilityCheck::kRootSpeed:
+      return "root_speed";
+    case PlausibilityCheck::kRootAcceleration:
+      return "root_acceleration";
+    case PlausibilityCheck::kRootTeleport:
+      return "root_teleport";
+  }
+  return "unknown";
+}
+
+float RigSize(const Skeleton& skeleton) {
+  const int n = skeleton.num_joints();
+  if (n == 0) return 1.0f;
+  std::vector<Transform> model(n);
+  for (int j = 0; j < n; ++j) {
+    const int p = skeleton.parent(j);
+    model[j] = p == kNoParent ? skeleton.rest_pose()[j]
+                              : Combine(model[p], skeleton.rest_pose()[j]);
+  }
+  Eigen::Vector3f lo = model[0].translation, hi = lo;
+  for (const Transform& t : model) {
+    lo = lo.cwiseMin(t.translation);
+    hi = hi.cwiseMax(t.translation);
+  }
+  const float size = (hi - lo).maxCoeff();
+  return std::isfinite(size) && size > 0.0f ? size : 1.0f;
+}
+
+absl::Status PlausibilityJob::Validate() const {
+  if (skeleton == nullptr) {
+    return absl::InvalidArgumentError("plausibility.skeleton: null");
+  }
+  if (result == nullptr) {
+    return absl::InvalidArgumentError("plausibility.result: null");
+  }
+  if (absl::Status s = CheckPose(*skeleton, input, "plausibility.input");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckPlacement(placement, "placement"); !s.ok()) {
+    return s;
+  }
+  if (!previous.empty()) {
+    if (absl::Status s =
+            CheckPose(*skeleton, previous, "plausibility.previous");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s =
+            CheckPlacement(previous_placement, "previous_placement");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = CheckDt(dt, "dt"); !s.ok()) return s;
+  }
+  if (!previous2.empty()) {
+    if (previous.empty()) {
+      return absl::InvalidArgumentError(
+          "plausibility.previous2: given without plausibility.previous");
+    }
+    if (absl::Status s =
+            CheckPose(*skeleton, previous2, "plausibility.previous2");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s =
+            CheckPlacement(previous2_placement, "previous2_placement");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = CheckDt(previous_dt, "previous_dt"); !s.ok()) {
+      return s;
+    }
+  }
+  if (!limits.empty()) {
+    if (static_cast<int>(limits.size()) != skeleton->num_joints()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "plausibility.limits: ", limits.size(), " limits for a skeleton of ",
+          skeleton->num_joints(), " joints (give none, or one per joint)"));
+    }
+    for (int j = 0; !limits_validated && j < skeleton->num_joints(); ++j) {
+      if (limits[j].type == JointLimitType::kNone) continue;
+      if (absl::Status s = ValidateJointLimit(limits[j], "plausibility.limits",
+                                              j, skeleton->joint_name(j));
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  if (!range_screens.empty() && range_screens.size() != limits.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plausibility.range_screens: ", range_screens.size(),
+                     " screens for ", limits.size(),
+                     " limits (give none, or one per "
+                     "limit)"));
+  }
+  const PlausibilityThresholds& t = thresholds;
+  for (const auto& [value, name] :
+       {std::pair<float, const char*>{t.range_tolerance, "range_tolerance"},
+        {t.rotation_jitter, "rotation_jitter"},
+        {t.position_jitter, "position_jitter"}}) {
+    if (!std::isfinite(value) || value < 0.0f) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("plausibility.thresholds.", name, ": ", value,
+                       " must be finite and not negative"));
+    }
+  }
+  if (!joint_checks.empty() &&
+      static_cast<int>(joint_checks.size()) != skeleton->num_joints()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plausibility.joint_checks: ", joint_checks.size(),
+                     " entries for a skeleton of ", skeleton->num_joints(),
+                     " joints (give none, or one per joint)"));
+  }
+  for (const auto& [value, name] :
+       {std::pair<float, const char*>{t.max_angular_velocity,
+                                      "max_angular_velocity"},
+        {t.max_angular_acceleration, "max_angular_acceleration"},
+        {t.max_bone_length_change, "max_bone_length_change"},
+        {t.max_scale_change, "max_scale_change"},
+        {t.max_root_speed, "max_root_speed"},
+        {t.max_root_acceleration, "max_root_acceleration"},
+        {t.teleport_distance, "teleport_distance"}}) {
+    if (absl::Status s = CheckThreshold(value, name); !s.ok()) return s;
+  }
+  if (!std::isfinite(rig_size) || rig_size <= 0.0f) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plausibility.rig_size: ", rig_size, " must be finite and positive"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PlausibilityJob::Run() const {
+  if (absl::Status s = Validate(); !s.ok()) return s;
+  result->violations.clear();
+  Reporter report(result, frame);
+  const Skeleton& s = *skeleton;
+  const int n = s.num_joints();
+  const PlausibilityThresholds& t = thresholds;
+  absl::Span<const Transform> rest = s.rest_pose();
+
+  auto checks = [this](int j) {
+    return joint_checks.empty() ? uint8_t{kCheckAll} : joint_checks[j];
+  };
+
+  // Range of motion.
+  if (!limits.empty()) {
+    for (int j = 0; j < n; ++j) {
+      if ((checks(j) & kCheckRange) == 0) continue;
+      CheckRange(limits[j], range_screens.empty() ? nullptr : &range_screens[j],
+                 input[j].rotation, t.range_tolerance, j, report);
+    }
+  }
+
+  // Bone lengths and scales.
+  const float min_bone = kMinBoneFraction * rig_size;
+  for (int j = 0; j < n; ++j) {
+    if ((checks(j) & kCheckBone) == 0) continue;
+    if (s.parent(j) != kNoParent) {
+      const float rest_length = std::sqrt(rest[j].translation.squaredNorm());
+      const float length = std::sqrt(input[j].translation.squaredNorm());
+      const float change =
+          std::fabs(length - rest_length) / std::max(rest_length, min_bone);
+      if (change > t.max_bone_length_change) {
+        report.Add(PlausibilityCheck::kBoneLength, j, -1, change,
+                   t.max_bone_length_change);
+      }
+    }
+    const float scale_change =
+        (input[j].scale - rest[j].scale).cwiseAbs().maxCoeff();
+    if (scale_change > t.max_scale_change) {
+      report.Add(PlausibilityCheck::kScale, j, -1, scale_change,
+                 t.max_scale_change);
+    }
+  }
+
+  if (!previous.empty()) {
+    // Angular velocity, and acceleration with a second previous frame. The
+    // rotation from one frame to the next is in the earlier frame's joint
+    // space; the axis of a rotation is the same in the frame before and
+    // after it, so both steps around `previous` are in its joint space.
+    const bool accel = !previous2.empty();
+    const float mean_dt = 0.5f * (dt + previous_dt);
+    const float max_accel =
+        t.max_angular_acceleration + t.rotation_jitter / (dt * dt);
+    // Trigonometry only near a bound: a step's angle is 2 asin(s), s the
+    // norm of its quaternion's vector part, so it passes the velocity bound
+    // when s <= sin(max * dt / 2); and since 2 asin(s) <= pi s, the
+    // acceleration passes when pi (s0 / dt + s1 / previous_dt) stays within
+    // max_accel * mean_dt. Slightly inside both (kScreen), so that every
+    // step near a bound is measured exactly.
+    constexpr float kScreen = 0.9999f;
+    const float half_step = 0.5f * t.max_angular_velocity * dt;
+    const float max_step_sin =
+        half_step >= 0.5f * kPi ? 2.0f : kScreen * dmath::Sin(half_step);
+    const float max_accel_sum = kScreen * max_accel * mean_dt / kPi;
+    for (int j = 0; j < n; ++j) {
+      if ((checks(j) & kCheckMotion) == 0) continue;
+      const Eigen::Quaternionf q0 = JointRotation(s, input, placement, j);
+      const Eigen::Quaternionf q1 =
+          JointRotation(s, previous, previous_placement, j);
+      const Eigen::Quaternionf step = Multiply(Conjugate(q1), q0);
+      const float s0 = std::sqrt(step.vec().squaredNorm());
+      if (s0 > max_step_sin) {
+        const float velocity = RotationAngle(step) / dt;
+        if (velocity > t.max_angular_velocity) {
+          report.Add(PlausibilityCheck::kAngularVelocity, j, -1, velocity,
+                     t.max_angular_velocity);
+        }
+      }
+      if (accel) {
+        const Eigen::Quaternionf q2 =
+            JointRotation(s, previous2, previous2_placement, j);
+        const Eigen::Quaternionf step1 = Multiply(Conjugate(q2), q1);
+        const float s1 = std::sqrt(step1.vec().squaredNorm());
+        if (s0 / dt + s1 / previous_dt <= max_accel_sum) continue;
+        const Eigen::Vector3f w0 = RotationVector(step) / dt;
+        const Eigen::Vector3f w1 = RotationVector(step1) / previous_dt;
+        const float a = std::sqrt((w0 - w1).squaredNorm()) / mean_dt;
+        if (a > max_accel) {
+          report.Add(PlausibilityCheck::kAngularAcceleration, j, -1, a,
+                     max_accel);
+        }
+      }
+    }
+
+    // The root joint's world position.
+    const Eigen::Vector3f p0 = placement.TransformPoint(input[0].translation);
+    const Eigen::Vector3f p1 =
+        previous_placement.TransformPoint(previous[0].translation);
+    const float moved = std::sqrt((p0 - p1).squaredNorm()) / rig_size;
+    const float speed = moved / dt;
+    if (speed > t.max_root_speed) {
+      report.Add(PlausibilityCheck::kRootSpeed, 0, -1, speed, t.max_root_speed);
+    }
+    const float teleport = t.max_root_speed * dt + t.teleport_distance;
+    if (moved > teleport) {
+      report.Add(PlausibilityCheck::kRootTeleport, 0, -1, moved, teleport);
+    }
+    if (accel) {
+      const Eigen::Vector3f p2 =
+          previous2_placement.TransformPoint(previous2[0].translation);
+      const Eigen::Vector3f v0 = (p0 - p1) / dt;
+      const Eigen::Vector3f v1 = (p1 - p2) / previous_dt;
+      const float a = std::sqrt((v0 - v1).squaredNorm()) / mean_dt / rig_size;
+      const float max_root_accel =
+          t.max_root_acceleration + t.position_jitter / (dt * dt);
+      if (a > max_root_accel) {
+        report.Add(PlausibilityCheck::kRootAcceleration, 0, -1, a,
+                   max_root_accel);
+      }
+    }
+  }
+  result->plausible = result->violations.empty();
+  return absl::OkStatus();
+}
+
+void UseHistory(const PlausibilityHistory& history, float dt,
+                PlausibilityJob& job) {
+  job.previous = {};
+  job.previous2 = {};
+  if (history.frames < 1 || !(dt > 0.0f)) return;
+  job.previous = history.poses[0];
+  job.previous_placement = history.placements[0];
+  job.dt = dt;
+  if (history.frames < 2 || !(history.dts[0] > 0.0f)) return;
+  job.previous2 = history.poses[1];
+  job.previous2_placement = history.placements[1];
+  job.previous_dt = history.dts[0];
+}
+
+void AdvanceHistory(const PlausibilityHistory& history,
+                    absl::Span<const Transform> input,
+                    const Transform& placement, float dt,
+                    PlausibilityHistory& next) {
+  next.poses[1].assign(history.poses[0].begin(), history.poses[0].end());
+  next.placements[1] = history.placements[0];
+  next.dts[1] = history.dts[0];
+  next.poses[0].assign(input.begin(), input.end());
+  next.placements[0] = placement;
+  next.dts[0] = dt;
+  next.frames = std::min(history.frames + 1, 2);
+}
+
+}  // namespace posewire

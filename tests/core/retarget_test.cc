@@ -1,0 +1,552 @@
+// Retargeting on real rigs: the CMU walk onto RobotExpressive (43 joints,
+// Blender names, feet as calf tips) and onto the Daz rig of
+// cmu_02_03_run_daz.bvh. Each limb segment's model-space direction is
+// computed here by forward kinematics of both poses, from segment lists
+// written by hand per rig (not from the map), and compared; bone lengths,
+// root motion, round trips, identical skeletons and every mapping error.
+#include "solver_core/retarget/retarget.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "solver_core/io/bvh_reader.h"
+#include "solver_core/io/gltf_reader.h"
+#include "solver_core/model/pose.h"
+#include "solver_core/pose_ops/sampling_job.h"
+#include "tests/core/rig_assets.h"
+
+namespace posewire {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr float kPi = 3.14159265358979f;
+
+using test_rigs::Load;
+using test_rigs::Tips;
+
+std::vector<Transform> Model(const Skeleton& s,
+                             absl::Span<const Transform> local) {
+  std::vector<Transform> m(s.num_joints());
+  for (int j = 0; j < s.num_joints(); ++j) {
+    const int p = s.parent(j);
+    m[j] = p == kNoParent ? local[j] : Combine(m[p], local[j]);
+  }
+  return m;
+}
+
+// A segment from joint `from` to joint `to`, or to `from`'s end site when
+// `to` is empty.
+struct Segment {
+  std::string from;
+  std::string to;
+};
+
+Eigen::Vector3f SegmentDirection(const ImportedAsset& asset,
+                                 absl::Span<const Transform> model,
+                                 const Segment& seg) {
+  const int a = asset.skeleton.FindJoint(seg.from);
+  EXPECT_GE(a, 0) << seg.from;
+  Eigen::Vector3f end = Eigen::Vector3f::Zero();
+  if (seg.to.empty()) {
+    bool found = false;
+    for (const EndSite& e : asset.end_sites) {
+      if (e.joint == a) {
+        end = model[a].TransformPoint(e.offset);
+        found = true;
+      }
+    }
+    EXPECT_TRUE(found) << seg.from << " has no end site";
+  } else {
+    const int b = asset.skeleton.FindJoint(seg.to);
+    EXPECT_GE(b, 0) << seg.to;
+    end = model[b].translation;
+  }
+  return (end - model[a].translation).normalized();
+}
+
+// Every float of the two poses has the same bits (Transform has padding, so
+// not one memcmp over the whole span).
+bool SameBits(const LocalPose& a, const LocalPose& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t j = 0; j < a.size(); ++j) {
+    if (std::memcmp(a[j].translation.data(), b[j].translation.data(), 12) ||
+        std::memcmp(a[j].rotation.coeffs().data(),
+                    b[j].rotation.coeffs().data(), 16) ||
+        std::memcmp(a[j].scale.data(), b[j].scale.data(), 12)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+float AngleDegrees(const Eigen::Vector3f& a, const Eigen::Vector3f& b) {
+  const float c = std::clamp(a.dot(b), -1.0f, 1.0f);
+  const float s = a.cross(b).norm();
+  return std::atan2(s, c) * 180.0f / kPi;
+}
+
+float Percentile(std::vector<float> v, float q) {
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * v.size()));
+  return v[i];
+}
+
+std::vector<LocalPose> Frames(const ImportedAsset& asset, int count) {
+  std::vector<LocalPose> out;
+  const Clip& clip = asset.clips.at(0);
+  for (int f = 0; f < count; ++f) {
+    LocalPose pose(asset.skeleton.num_joints());
+    SamplingJob job;
+    job.skeleton = &asset.skeleton;
+    job.clip = &clip;
+    job.clip_validated = true;
+    job.mode = PlaybackMode::kClamp;
+    job.time = clip.duration * static_cast<float>(f) / (count - 1);
+    job.output = absl::MakeSpan(pose);
+    EXPECT_TRUE(job.Run().ok());
+    out.push_back(std::move(pose));
+  }
+  return out;
+}
+
+// A job retargeting `source` into `out` in place.
+RetargetJob JobFor(const RetargetMap& map, const ImportedAsset& from,
+                   const ImportedAsset& to, const LocalPose& source,
+                   LocalPose& out) {
+  RetargetJob job;
+  job.map = &map;
+  job.source_skeleton = &from.skeleton;
+  job.target_skeleton = &to.skeleton;
+  job.source = source;
+  job.input = out;
+  job.output = absl::MakeSpan(out);
+  return job;
+}
+
+LocalPose Retarget(const RetargetMap& map, const ImportedAsset& from,
+                   const ImportedAsset& to, const LocalPose& source) {
+  LocalPose out = RestPose(to.skeleton);
+  absl::Status s = JobFor(map, from, to, source, out).Run();
+  EXPECT_TRUE(s.ok()) << s;
+  return out;
+}
+
+struct Errors {
+  std::vector<float> degrees;
+};
+
+// Source segment i pairs with target segment i.
+Errors CompareSegments(const ImportedAsset& from, const ImportedAsset& to,
+                       const std::vector<Segment>& src_segs,
+                       const std::vector<Segment>& tgt_segs,
+                       const std::vector<LocalPose>& src_frames,
+                       const std::vector<LocalPose>& tgt_frames) {
+  Errors e;
+  for (size_t f = 0; f < src_frames.size(); ++f) {
+    const std::vector<Transform> sm = Model(from.skeleton, src_frames[f]);
+    const std::vector<Transform> tm = Model(to.skeleton, tgt_frames[f]);
+    for (size_t i = 0; i < src_segs.size(); ++i) {
+      e.degrees.push_back(AngleDegrees(SegmentDirection(from, sm, src_segs[i]),
+                                       SegmentDirection(to, tm, tgt_segs[i])));
+    }
+  }
+  return e;
+}
+
+const std::vector<Segment>& CmuLimbs() {
+  static const auto* s = new std::vector<Segment>{
+      {"LeftCollar", "LeftShoulder"},  {"LeftShoulder", "LeftElbow"},
+      {"LeftElbow", "LeftWrist"},      {"RightCollar", "RightShoulder"},
+      {"RightShoulder", "RightElbow"}, {"RightElbow", "RightWrist"},
+      {"LeftHip", "LeftKnee"},         {"LeftKnee", "LeftAnkle"},
+      {"RightHip", "RightKnee"},       {"RightKnee", "RightAnkle"}};
+  return *s;
+}
+
+const std::vector<Segment>& RobotLimbs() {
+  static const auto* s = new std::vector<Segment>{
+      {"Shoulder.L", "UpperArm.L"}, {"UpperArm.L", "LowerArm.L"},
+      {"LowerArm.L", "Palm2.L"},    {"Shoulder.R", "UpperArm.R"},
+      {"UpperArm.R", "LowerArm.R"}, {"LowerArm.R", "Palm2.R"},
+      {"UpperLeg.L", "LowerLeg.L"}, {"LowerLeg.L", ""},
+      {"UpperLeg.R", "LowerLeg.R"}, {"LowerLeg.R", ""}};
+  return *s;
+}
+
+const std::vector<Segment>& DazLimbs() {
+  static const auto* s = new std::vector<Segment>{
+      {"lCollar", "lShldr"}, {"lShldr", "lForeArm"}, {"lForeArm", "lHand"},
+      {"rCollar", "rShldr"}, {"rShldr", "rForeArm"}, {"rForeArm", "rHand"},
+      {"lThigh", "lShin"},   {"lShin", "lFoot"},     {"rThigh", "rShin"},
+      {"rShin", "rFoot"}};
+  return *s;
+}
+
+struct Rigs {
+  ImportedAsset walk = Load("cmu_131_01_walk.bvh");
+  ImportedAsset robot = Load("RobotExpressive.glb");
+  ImportedAsset daz = Load("cmu_02_03_run_daz.bvh");
+};
+
+const Rigs& TheRigs() {
+  static const Rigs* rigs = new Rigs;
+  return *rigs;
+}
+
+RetargetMap MapOf(const ImportedAsset& from, const ImportedAsset& to) {
+  RetargetOptions options;
+  options.source_tips = Tips(from);
+  options.target_tips = Tips(to);
+  absl::StatusOr<RetargetMap> map =
+      RetargetMap::Create(from.skeleton, to.skeleton, {}, options);
+  EXPECT_TRUE(map.ok()) << map.status();
+  return *std::move(map);
+}
+
+void ExpectLimbsFollow(const ImportedAsset& to,
+                       const std::vector<Segment>& tgt_segs,
+                       const char* label) {
+  const Rigs& r = TheRigs();
+  const RetargetMap map = MapOf(r.walk, to);
+  const std::vector<LocalPose> src = Frames(r.walk, 240);
+  std::vector<LocalPose> tgt;
+  for (const LocalPose& p : src) tgt.push_back(Retarget(map, r.walk, to, p));
+  const Errors e = CompareSegments(r.walk, to, CmuLimbs(), tgt_segs, src, tgt);
+  const float median = Percentile(e.degrees, 0.5f);
+  const float p95 = Percentile(e.degrees, 0.95f);
+  ::testing::Test::RecordProperty(std::string(label) + "_median_deg",
+                                  std::to_string(median));
+  ::testing::Test::RecordProperty(std::string(label) + "_p95_deg",
+                                  std::to_string(p95));
+  std::printf(
+      "%s: limb segment direction error median %.4f deg, p95 %.4f "
+      "deg, max %.4f deg over %zu segments\n",
+      label, median, p95, Percentile(e.degrees, 1.0f), e.degrees.size());
+  EXPECT_LE(median, 2.0f);
+  EXPECT_LE(p95, 5.0f);
+  // Bone lengths: every local translation but the pelvis's is the target's.
+  const LocalPose rest = RestPose(to.skeleton);
+  for (const LocalPose& p : tgt) {
+    for (int j = 0; j < to.skeleton.num_joints(); ++j) {
+      if (j == map.target_pelvis()) continue;
+      ASSERT_EQ(std::memcmp(p[j].translation.data(), rest[j].translation.data(),
+                            sizeof(float) * 3),
+                0)
+          << to.skeleton.joint_name(j);
+    }
+  }
+}
+
+TEST(RetargetTest, Retarget_CmuWalkOntoRobotExpressiveLimbsFollowTheSource) {
+  ExpectLimbsFollow(TheRigs().robot, RobotLimbs(), "walk_to_robot");
+}
+
+TEST(RetargetTest, Retarget_CmuWalkOntoDazRigLimbsFollowTheSource) {
+  ExpectLimbsFollow(TheRigs().daz, DazLimbs(), "walk_to_daz");
+}
+
+TEST(RetargetTest, Retarget_SpineBonesAndDistributedNeckFollowTheSource) {
+  // The spines map bone to bone (Chest, Chest2 onto abdomen, chest; CMU's
+  // zero-length lowerback is left out). CMU's neck (lowerneck, Neck, Head)
+  // onto Daz's (neck, head) is distributed: Daz's neck bone stands for the
+  // whole of CMU's lowerneck-Neck-Head line.
+  const Rigs& r = TheRigs();
+  const RetargetMap map = MapOf(r.walk, r.daz);
+  const std::vector<LocalPose> src = Frames(r.walk, 120);
+  std::vector<LocalPose> tgt;
+  for (const LocalPose& p : src) tgt.push_back(Retarget(map, r.walk, r.daz, p));
+  const std::vector<Segment> s = {
+      {"Chest", "Chest2"}, {"Chest2", "lowerneck"}, {"lowerneck", "Head"}};
+  const std::vector<Segment> t = {
+      {"abdomen", "chest"}, {"chest", "neck"}, {"neck", "head"}};
+  for (size_t i = 0; i < s.size(); ++i) {
+    const Errors e = CompareSegments(r.walk, r.daz, {s[i]}, {t[i]}, src, tgt);
+    std::printf(
+        "walk_to_daz %s-%s onto %s-%s: median %.4f deg, p95 %.4f "
+        "deg\n",
+        s[i].from.c_str(), s[i].to.c_str(), t[i].from.c_str(), t[i].to.c_str(),
+        Percentile(e.degrees, 0.5f), Percentile(e.degrees, 0.95f));
+    EXPECT_LE(Percentile(e.degrees, 0.5f), 2.0f) << t[i].from;
+    EXPECT_LE(Percentile(e.degrees, 0.95f), 5.0f) << t[i].from;
+  }
+}
+
+TEST(RetargetTest, Retarget_DetectsChainsOnBothRigs) {
+  const Rigs& r = TheRigs();
+  const RetargetMap map = MapOf(r.walk, r.daz);
+  std::vector<std::string> names;
+  for (const RetargetChain& c : map.chains()) names.push_back(c.name);
+  EXPECT_THAT(names,
+              ::testing::ElementsAre("pelvis", "spine", "neck", "left_clavicle",
+                                     "left_arm", "right_clavicle", "right_arm",
+                                     "left_leg", "right_leg"));
+  // CMU's neck has three bones (lowerneck, Neck, Head), Daz's two.
+  EXPECT_EQ(map.chains()[2].source.size(), 3u);
+  EXPECT_EQ(map.chains()[2].target.size(), 2u);
+  // Robot feet are calf tips: its legs map thigh and calf only.
+  const RetargetMap robot = MapOf(r.walk, r.robot);
+  EXPECT_EQ(robot.chains().back().target.size(), 2u);
+}
+
+TEST(RetargetTest, Retarget_RootMotionScaledByLegLength) {
+  const Rigs& r = TheRigs();
+  const RetargetMap map = MapOf(r.walk, r.daz);
+  // Leg lengths computed here: thigh to knee to ankle, both sides.
+  auto leg = [](const ImportedAsset& a, const char* h, const char* k,
+                const char* f) {
+    const std::vector<Transform> m = Model(a.skeleton, a.skeleton.rest_pose());
+    const Eigen::Vector3f ph = m[a.skeleton.FindJoint(h)].translation;
+    const Eigen::Vector3f pk = m[a.skeleton.FindJoint(k)].translation;
+    const Eigen::Vector3f pf = m[a.skeleton.FindJoint(f)].translation;
+    return (pk - ph).norm() + (pf - pk).norm();
+  };
+  const float src = (leg(r.walk, "LeftHip", "LeftKnee", "LeftAnkle") +
+                     leg(r.walk, "RightHip", "RightKnee", "RightAnkle")) /
+                    2;
+  const float tgt = (leg(r.daz, "lThigh", "lShin", "lFoot") +
+                     leg(r.daz, "rThigh", "rShin", "rFoot")) /
+                    2;
+  EXPECT_NEAR(map.root_scale(), tgt / src, 1e-5f * tgt / src);
+
+  const std::vector<LocalPose> src_frames = Frames(r.walk, 20);
+  const int sp = r.walk.skeleton.FindJoint("Hips");
+  const int tp = r.daz.skeleton.FindJoint("hip");
+  const Eigen::Vector3f src_rest =
+      Model(r.walk.skeleton, r.walk.skeleton.rest_pose())[sp].translation;
+  const Eigen::Vector3f tgt_rest =
+      Model(r.daz.skeleton, r.daz.skeleton.rest_pose())[tp].translation;
+  for (const LocalPose& p : src_frames) {
+    const LocalPose out = Retarget(map, r.walk, r.daz, p);
+    const Eigen::Vector3f s = Model(r.walk.skeleton, p)[sp].translation;
+    const Eigen::Vector3f t = Model(r.daz.skeleton, out)[tp].translation;
+    const Eigen::Vector3f want = tgt_rest + (s - src_rest) * map.root_scale();
+    EXPECT_LT((t - want).norm(), 1e-4f * tgt);
+  }
+
+  RetargetOptions options;
+  options.root_scale = 2.5f;
+  absl::StatusOr<RetargetMap> fixed =
+      RetargetMap::Create(r.walk.skeleton, r.daz.skeleton, {}, options);
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_EQ(fixed->root_scale(), 2.5f);
+}
+
+TEST(RetargetTest, Retarget_RoundTripCmuToDazAndBackWithinOneDegree) {
+  const Rigs& r = TheRigs();
+  const RetargetMap there = MapOf(r.walk, r.daz);
+  const RetargetMap back = MapOf(r.daz, r.walk);
+  const std::vector<LocalPose> src = Frames(r.walk, 120);
+  std::vector<LocalPose> again;
+  for (const LocalPose& p : src) {
+    const LocalPose daz = Retarget(there, r.walk, r.daz, p);
+    LocalPose out = p;  // unmapped joints keep the original's pose
+    RetargetJob job;
+    job.map = &back;
+    job.source_skeleton = &r.daz.skeleton;
+    job.target_skeleton = &r.walk.skeleton;
+    job.source = daz;
+    job.input = p;
+    job.output = absl::MakeSpan(out);
+    ASSERT_TRUE(job.Run().ok());
+    again.push_back(std::move(out));
+  }
+  const Errors e =
+      CompareSegments(r.walk, r.walk, CmuLimbs(), CmuLimbs(), src, again);
+  const float median = Percentile(e.degrees, 0.5f);
+  std::printf("round trip walk->daz->walk: median %.6f deg, p95 %.6f deg\n",
+              median, Percentile(e.degrees, 0.95f));
+  EXPECT_LE(median, 1.0f);
+}
+
+TEST(RetargetTest, Retarget_IdenticalSkeletonsGiveTheSourcePoseBitForBit) {
+  const Rigs& r = TheRigs();
+  absl::StatusOr<RetargetMap> map =
+      RetargetMap::Create(r.walk.skeleton, r.walk.skeleton);
+  ASSERT_TRUE(map.ok()) << map.status();
+  EXPECT_TRUE(map->identity());
+  for (const LocalPose& p : Frames(r.walk, 10)) {
+    const LocalPose out = Retarget(*map, r.walk, r.walk, p);
+    ASSERT_TRUE(SameBits(out, p));
+  }
+}
+
+TEST(RetargetTest, Retarget_SameInputSameBits) {
+  const Rigs& r = TheRigs();
+  const RetargetMap a = MapOf(r.walk, r.robot);
+  const RetargetMap b = MapOf(r.walk, r.robot);
+  for (const LocalPose& p : Frames(r.walk, 10)) {
+    const LocalPose x = Retarget(a, r.walk, r.robot, p);
+    const LocalPose y = Retarget(b, r.walk, r.robot, p);
+    ASSERT_TRUE(SameBits(x, y));
+  }
+}
+
+TEST(RetargetTest, Retarget_ScratchGivesTheSameBitsAndMustBeSeparate) {
+  const Rigs& r = TheRigs();
+  const RetargetMap map = MapOf(r.walk, r.robot);
+  std::vector<Transform> scratch(r.walk.skeleton.num_joints() +
+                                 r.robot.skeleton.num_joints());
+  for (const LocalPose& p : Frames(r.walk, 5)) {
+    LocalPose out = RestPose(r.robot.skeleton);
+    RetargetJob job = JobFor(map, r.walk, r.robot, p, out);
+    job.scratch = absl::MakeSpan(scratch);
+    ASSERT_TRUE(job.Run().ok());
+    ASSERT_TRUE(SameBits(out, Retarget(map, r.walk, r.robot, p)));
+    // Scratch that is the output is refused.
+    job.scratch = absl::MakeSpan(out);
+    const absl::Status s = job.Validate();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("scratch"));
+  }
+}
+
+TEST(RetargetTest, Retarget_ExplicitMappingMatchesDetectedLimbs) {
+  const Rigs& r = TheRigs();
+  RetargetMapping m;
+  m.source_pelvis = "Hips";
+  m.target_pelvis = "hip";
+  m.chains = {{"left_leg",
+               {"LeftHip", "LeftKnee", "LeftAnkle"},
+               {"lThigh", "lShin", "lFoot"}},
+              {"right_leg",
+               {"RightHip", "RightKnee", "RightAnkle"},
+               {"rThigh", "rShin", "rFoot"}}};
+  absl::StatusOr<RetargetMap> map =
+      RetargetMap::Create(r.walk.skeleton, r.daz.skeleton, m);
+  ASSERT_TRUE(map.ok()) << map.status();
+  const RetargetMap detected = MapOf(r.walk, r.daz);
+  EXPECT_EQ(map->root_scale(), detected.root_scale());
+  const std::vector<LocalPose> src = Frames(r.walk, 30);
+  std::vector<LocalPose> tgt;
+  for (const LocalPose& p : src)
+    tgt.push_back(Retarget(*map, r.walk, r.daz, p));
+  // The thigh segment's direction is the last segment of a chain without an
+  // end: checked on the thigh (hip to knee) only.
+  const std::vector<Segment> s = {{"LeftHip", "LeftKnee"},
+                                  {"RightHip", "RightKnee"}};
+  const std::vector<Segment> t = {{"lThigh", "lShin"}, {"rThigh", "rShin"}};
+  const Errors e = CompareSegments(r.walk, r.daz, s, t, src, tgt);
+  EXPECT_LE(Percentile(e.degrees, 1.0f), 0.01f);
+}
+
+absl::Status CreateWith(const RetargetMapping& m) {
+  const Rigs& r = TheRigs();
+  return RetargetMap::Create(r.walk.skeleton, r.daz.skeleton, m).status();
+}
+
+RetargetMapping LegMapping() {
+  RetargetMapping m;
+  m.source_pelvis = "Hips";
+  m.target_pelvis = "hip";
+  m.chains = {{"left_leg", {"LeftHip", "LeftKnee"}, {"lThigh", "lShin"}}};
+  return m;
+}
+
+TEST(RetargetTest, Retarget_ChainToMissingBoneIsNotFoundNamingIt) {
+  RetargetMapping m = LegMapping();
+  m.chains[0].target[1] = "lKnee";
+  const absl::Status s = CreateWith(m);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("mapping.chains[0].target[1]"));
+  EXPECT_THAT(s.message(), HasSubstr("'lKnee'"));
+}
+
+TEST(RetargetTest, Retarget_RepeatedJointInChainIsACycle) {
+  RetargetMapping m = LegMapping();
+  m.chains[0].source = {"LeftHip", "LeftKnee", "LeftHip"};
+  const absl::Status s = CreateWith(m);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("mapping.chains[0].source[2]"));
+  EXPECT_THAT(s.message(), HasSubstr("cycle"));
+}
+
+TEST(RetargetTest, Retarget_ChainGoingUpIsRefused) {
+  RetargetMapping m = LegMapping();
+  m.chains[0].target = {"lShin", "lThigh"};
+  const absl::Status s = CreateWith(m);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("'lThigh' is not below 'lShin'"));
+}
+
+TEST(RetargetTest, Retarget_TargetJointInTwoChainsIsRefused) {
+  RetargetMapping m = LegMapping();
+  m.chains.push_back({"again", {"RightKnee"}, {"lShin"}});
+  const absl::Status s = CreateWith(m);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("mapping.chains[1].target[0]"));
+  EXPECT_THAT(s.message(), HasSubstr("already mapped"));
+}
+
+TEST(RetargetTest, Retarget_ExplicitMappingNeedsBothPelves) {
+  RetargetMapping m = LegMapping();
+  m.target_pelvis.clear();
+  const absl::Status s = CreateWith(m);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("mapping.target_pelvis"));
+}
+
+TEST(RetargetTest, Retarget_SkeletonsSharingNothingAreNotFound) {
+  SkeletonDesc desc;
+  desc.joint_names = {"a", "b"};
+  desc.parents = {-1, 0};
+  desc.rest_pose.resize(2);
+  desc.rest_pose[1].translation = Eigen::Vector3f(0, 1, 0);
+  absl::StatusOr<Skeleton> stick = Skeleton::Create(desc);
+  ASSERT_TRUE(stick.ok());
+  const absl::Status s =
+      RetargetMap::Create(TheRigs().walk.skeleton, *stick).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("target skeleton"));
+}
+
+TEST(RetargetTest, Retarget_FollowTakesTheSourceBonesRotation) {
+  const Rigs& r = TheRigs();
+  RetargetMapping m;
+  m.follow = {{"lToe", "LeftToe"}};
+  RetargetOptions options;
+  const absl::Status bad =
+      RetargetMap::Create(r.walk.skeleton, r.daz.skeleton, m, options).status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(bad.message(), HasSubstr("mapping.follow[0].target"));
+  m.follow = {{"leftEye", "Head"}};
+  absl::StatusOr<RetargetMap> map =
+      RetargetMap::Create(r.walk.skeleton, r.daz.skeleton, m, options);
+  ASSERT_TRUE(map.ok()) << map.status();
+  const LocalPose src = Frames(r.walk, 5)[3];
+  const LocalPose out = Retarget(*map, r.walk, r.daz, src);
+  const int eye = r.daz.skeleton.FindJoint("leftEye");
+  const int head = r.walk.skeleton.FindJoint("Head");
+  const Eigen::Quaternionf d =
+      Model(r.walk.skeleton, src)[head].rotation *
+      Model(r.walk.skeleton, r.walk.skeleton.rest_pose())[head]
+          .rotation.conjugate();
+  const Eigen::Quaternionf want =
+      d * Model(r.daz.skeleton, r.daz.skeleton.rest_pose())[eye].rotation;
+  const Eigen::Quaternionf got = Model(r.daz.skeleton, out)[eye].rotation;
+  EXPECT_GT(std::fabs(want.dot(got)), 1.0f - 1e-5f);
+}
+
+TEST(RetargetTest, Retarget_BadPosesAreRefused) {
+  const Rigs& r = TheRigs();
+  const RetargetMap map = MapOf(r.walk, r.daz);
+  LocalPose src = RestPose(r.walk.skeleton);
+  src[3].rotation.coeffs() *= 2.0f;
+  LocalPose out = RestPose(r.daz.skeleton);
+  RetargetJob job = JobFor(map, r.walk, r.daz, src, out);
+  const absl::Status s = job.Run();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("source"));
+  job.source_skeleton = &r.daz.skeleton;
+  EXPECT_THAT(job.Validate().message(), HasSubstr("compiled for"));
+}
+
+}  // namespace
+}  // namespace posewire

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "clients/load/frame_encoder.h"
+#include "proto/grpc_handoff.h"
 
 extern char** environ;
 
@@ -19,15 +20,20 @@ namespace {
 
 // One Session stream: reads a message, answers it with the recorded reply
 // for its position, then reads the next: one in flight at a time, as the
-// service does.
+// service does. Like the service's reactors, it tells TSan where gRPC's
+// threads take it over (proto/grpc_handoff.h): consecutive callbacks may
+// run on different threads, ordered by gRPC's own uninstrumented locks.
 class EchoStream final : public grpc::ServerGenericBidiReactor {
  public:
   explicit EchoStream(const EchoReplies& replies) : replies_(replies) {
+    HandOffToGrpc(this);
     StartRead(&request_);
   }
 
   void OnReadDone(bool ok) override {
+    TakeBackFromGrpc(this);
     if (!ok) {
+      HandOffToGrpc(this);
       Finish(grpc::Status::OK);
       return;
     }
@@ -37,17 +43,24 @@ class EchoStream final : public grpc::ServerGenericBidiReactor {
     ++received_;
     grpc::Slice slice(reply.data(), reply.size());
     response_ = grpc::ByteBuffer(&slice, 1);
+    HandOffToGrpc(this);
     StartWrite(&response_);
   }
   void OnWriteDone(bool ok) override {
+    TakeBackFromGrpc(this);
     if (!ok) {
+      HandOffToGrpc(this);
       Finish(grpc::Status::OK);
       return;
     }
     request_.Clear();
+    HandOffToGrpc(this);
     StartRead(&request_);
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    TakeBackFromGrpc(this);
+    delete this;
+  }
 
  private:
   const EchoReplies& replies_;

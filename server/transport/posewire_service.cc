@@ -466,22 +466,37 @@ grpc::ServerUnaryReactor* PoseWireService::Solve(
 }
 
 grpc::ServerUnaryReactor* PoseWireService::LearnLimits(
-    grpc::CallbackServerContext* context, const v1::LearnLimitsRequest* request,
-    v1::LearnLimitsResponse* response) {
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes,
+    grpc::ByteBuffer* response_bytes) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (grpc::Status auth = Authorize(context, "LearnLimits"); !auth.ok()) {
     metrics_->CountCall("LearnLimits", absl::StatusCode::kUnauthenticated);
     reactor->Finish(auth);
     return reactor;
   }
-  pool_->Submit([this, context, request, response, reactor] {
+  pool_->Submit([this, context, request_bytes, response_bytes, reactor] {
+    MessagePair<v1::LearnLimitsRequest, v1::LearnLimitsResponse> messages;
     absl::Status status = CheckStop(context);
+    if (status.ok() && !ParseFromBytes(*request_bytes, messages.request())) {
+      status = absl::InvalidArgumentError(absl::StrCat(
+          "the request's ", request_bytes->Length(),
+          " bytes do not parse as posewire.v1.LearnLimitsRequest: they are "
+          "truncated or not protobuf (is the client built from "
+          "proto/posewire/v1/posewire.proto?)"));
+    }
     if (status.ok()) {
-      status = server::LearnLimits(*request, config_, skeletons_, response);
+      status = server::LearnLimits(*messages.request(), config_, skeletons_,
+                                   messages.response());
+    }
+    if (status.ok()) {
+      if (grpc::Status s =
+              SerializeToBytes(*messages.response(), response_bytes);
+          !s.ok()) {
+        status = absl::InternalError(s.error_message());
+      }
     }
     metrics_->CountCall("LearnLimits", status.code());
     if (!status.ok()) {
-      response->Clear();
       spdlog::info("LearnLimits from {} failed: {}", context->peer(),
                    status.ToString());
     }

@@ -22,15 +22,15 @@
 
 namespace posewire::server {
 
-// Solve and Session are "raw" methods: gRPC hands over the request bytes
-// and the service parses them itself, into a protobuf Arena. gRPC's own
+// Solve, Session and LearnLimits are "raw" methods: gRPC hands over the request
+// bytes and the service parses them itself, into a protobuf Arena. gRPC's own
 // parsing answers unparseable bytes with a bare UNIMPLEMENTED (unary) or
 // ends a stream as if the client had closed it; ours answers
 // INVALID_ARGUMENT saying what was wrong, and a session goes on.
 using PoseWireCallbackBase = v1::PoseWire::WithCallbackMethod_GetInfo<
     v1::PoseWire::WithRawCallbackMethod_Solve<
         v1::PoseWire::WithRawCallbackMethod_Session<
-            v1::PoseWire::WithCallbackMethod_LearnLimits<
+            v1::PoseWire::WithRawCallbackMethod_LearnLimits<
                 v1::PoseWire::Service>>>>;
 
 class PoseWireService final : public PoseWireCallbackBase {
@@ -51,11 +51,12 @@ class PoseWireService final : public PoseWireCallbackBase {
                                   const grpc::ByteBuffer* request,
                                   grpc::ByteBuffer* response) override;
 
-  // Runs on the worker pool: learning reads every key of every clip.
-  grpc::ServerUnaryReactor* LearnLimits(
-      grpc::CallbackServerContext* context,
-      const v1::LearnLimitsRequest* request,
-      v1::LearnLimitsResponse* response) override;
+  // Serialised posewire.v1.LearnLimitsRequest in, LearnLimitsResponse out.
+  // Runs on the worker pool: learning reads every key of every clip. The
+  // messages live in the task, so no thread but the worker touches them.
+  grpc::ServerUnaryReactor* LearnLimits(grpc::CallbackServerContext* context,
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
 
   // Carries serialised SessionRequest and SessionResponse messages.
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Session(

@@ -97,6 +97,14 @@ std::vector<BadInput> TransportRows(std::shared_ptr<grpc::Channel> channel) {
        },
        StatusCode::INVALID_ARGUMENT,
        "request's 6 bytes do not parse as posewire.v1.SolveRequest"});
+  add({"learn_limits_garbage_bytes",
+       "a LearnLimitsRequest of bytes that are not protobuf",
+       [channel](v1::PoseWire::Stub&) {
+         return CallRaw(channel, "/posewire.v1.PoseWire/LearnLimits",
+                        std::string("\xff\xff\xff\xff\xff", 5));
+       },
+       StatusCode::INVALID_ARGUMENT,
+       "request's 5 bytes do not parse as posewire.v1.LearnLimitsRequest"});
   add({"session_garbage_bytes",
        "a Session message of bytes that are not protobuf, after a valid one",
        [channel](v1::PoseWire::Stub&) {

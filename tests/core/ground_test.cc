@@ -376,9 +376,15 @@ TEST(GroundJob, WalkUpStepsKeepsSolesOnTheGround) {
                  "walk steps");
 }
 
-TEST(GroundJob, WalkOnNoisyHeightfieldKeepsSolesOnTheGround) {
-  const Character& c = Walk();
-  // 2 cm noise on a 50 cm grid over the whole walk, from a fixed LCG.
+TEST(GroundJob, RunUpStepsKeepsSolesOnTheGround) {
+  const Character& c = RunLeap();
+  ExpectGrounded(Ground(c, Steps(c, 20.0f * c.cm, 60.0f * c.cm), kSmoothed),
+                 "run steps");
+}
+
+// 2 cm noise on a 50 cm grid under the whole clip, from a fixed LCG.
+void ExpectGroundedOnNoisyHeightfield(const Character& c,
+                                      const std::string& what) {
   Heightfield field;
   field.spacing = 50.0f * c.cm;
   float min_x = 1e30f, max_x = -1e30f, min_z = 1e30f, max_z = -1e30f;
@@ -415,7 +421,15 @@ TEST(GroundJob, WalkOnNoisyHeightfieldKeepsSolesOnTheGround) {
   };
   t.controller = [](const Eigen::Vector3f&) { return 0.0f; };
   t.field = &field;
-  ExpectGrounded(Ground(c, t, kSmoothed), "walk heightfield");
+  ExpectGrounded(Ground(c, t, kSmoothed), what);
+}
+
+TEST(GroundJob, WalkOnNoisyHeightfieldKeepsSolesOnTheGround) {
+  ExpectGroundedOnNoisyHeightfield(Walk(), "walk heightfield");
+}
+
+TEST(GroundJob, RunOnNoisyHeightfieldKeepsSolesOnTheGround) {
+  ExpectGroundedOnNoisyHeightfield(RunLeap(), "run heightfield");
 }
 
 TEST(GroundJob, FoxFourFeetOnRamp) {
@@ -450,6 +464,20 @@ TEST(GroundJob, WeightZeroLeavesTheClipOffTheRamp) {
   EXPECT_EQ(s.pelvis_jump, 0.0f);
 }
 
+// A job on one of the character's poses, its legs on the given samples.
+GroundJob JobOn(const Character& c, absl::Span<const Transform> pose,
+                absl::Span<const GroundSample> samples,
+                absl::Span<Transform> out) {
+  GroundJob job;
+  job.skeleton = &c.skeleton;
+  job.input = pose;
+  job.pelvis = c.pelvis;
+  job.legs = c.legs;
+  job.samples = samples;
+  job.output = out;
+  return job;
+}
+
 TEST(GroundJob, FlatGroundAtTheClipFloorReturnsTheInputBitForBit) {
   const Character& c = Walk();
   for (size_t f = 0; f < c.frames.size(); f += 37) {
@@ -464,18 +492,12 @@ TEST(GroundJob, FlatGroundAtTheClipFloorReturnsTheInputBitForBit) {
     }
     std::vector<Transform> out(pose.size());
     GroundState state;
-    GroundJob job;
-    job.skeleton = &c.skeleton;
-    job.input = pose;
-    job.pelvis = c.pelvis;
-    job.legs = c.legs;
-    job.samples = samples;
+    GroundJob job = JobOn(c, pose, samples, absl::MakeSpan(out));
     job.floor_height = 0.25f;
     job.pelvis_speed = 5.0f;
     job.dt = c.dt;
     job.state = &state;
     job.next_state = &state;
-    job.output = absl::MakeSpan(out);
     ASSERT_TRUE(job.Run().ok());
     EXPECT_TRUE(BitIdentical(out, pose)) << "frame " << f;
   }
@@ -542,6 +564,116 @@ TEST(GroundJob, ZUpRigGivesTheYUpAnswer) {
     }
   }
   EXPECT_GT(grounded, 0);
+}
+
+// One frame of the walk grounded on the given samples, without smoothing:
+// the pose, the grounded pose's model transforms and the job's result.
+struct OneFrame {
+  std::vector<Transform> model_in;
+  std::vector<Transform> model_out;
+  GroundResult result;
+};
+
+OneFrame GroundOneFrame(const std::vector<GroundSample>& samples,
+                        float max_step_height, float max_tilt) {
+  const Character& c = Walk();
+  const std::vector<Transform>& pose = c.frames[0];
+  std::vector<Transform> out(pose.size());
+  OneFrame frame;
+  GroundJob job = JobOn(c, pose, samples, absl::MakeSpan(out));
+  job.max_step_height = max_step_height;
+  job.max_tilt = max_tilt;
+  job.parent_model = ParentModelTransformOrRoot(c.skeleton, pose, c.pelvis);
+  job.result = &frame.result;
+  EXPECT_TRUE(job.Run().ok());
+  frame.model_in = testing_util::ModelOf(c.skeleton, pose);
+  frame.model_out = testing_util::ModelOf(c.skeleton, out);
+  return frame;
+}
+
+// Samples straight under each ankle of the walk's first frame, `rise`
+// above the clip's floor (0), with the given normal.
+std::vector<GroundSample> SamplesUnderAnkles(float rise,
+                                             const Eigen::Vector3f& normal) {
+  const Character& c = Walk();
+  const std::vector<Transform> model =
+      testing_util::ModelOf(c.skeleton, c.frames[0]);
+  std::vector<GroundSample> samples(c.legs.size());
+  for (size_t i = 0; i < c.legs.size(); ++i) {
+    const Eigen::Vector3f a = Pos(model, c.legs[i].ankle);
+    samples[i].hit = true;
+    samples[i].point = Eigen::Vector3f(a.x(), rise, a.z());
+    samples[i].normal = normal;
+  }
+  return samples;
+}
+
+// Ground above the clip's floor lifts the feet but never the pelvis.
+TEST(GroundJob, RaisedGroundLiftsTheFeetButNeverThePelvis) {
+  const Character& c = Walk();
+  const OneFrame f =
+      GroundOneFrame(SamplesUnderAnkles(5.0f * c.cm, Eigen::Vector3f::UnitY()),
+                     50.0f * c.cm, 0.7853982f);
+  EXPECT_EQ(f.result.pelvis_offset, 0.0f);
+  EXPECT_LT((Pos(f.model_out, c.pelvis) - Pos(f.model_in, c.pelvis)).norm(),
+            1e-4f * c.cm);
+  EXPECT_EQ(f.result.grounded_legs, 2);
+  for (size_t i = 0; i < c.legs.size(); ++i) {
+    EXPECT_NEAR(f.result.foot_offsets[i], 5.0f * c.cm, 0.01f * c.cm) << i;
+    const float lift = Pos(f.model_out, c.legs[i].ankle).y() -
+                       Pos(f.model_in, c.legs[i].ankle).y();
+    EXPECT_NEAR(lift, 5.0f * c.cm, 0.05f * c.cm) << "leg " << i;
+  }
+}
+
+// A miss, and ground beyond max_step_height either way, leave that foot to
+// the clip; the other foot is still grounded (here 5 cm down, so the pelvis
+// goes down with it and the left-alone foot stays where the clip has it).
+TEST(GroundJob, MissAndStepBeyondTheMaximumLeaveTheFootToTheClip) {
+  const Character& c = Walk();
+  for (const float left_rise : {-1.0f, 30.0f * c.cm, -30.0f * c.cm}) {
+    std::vector<GroundSample> samples =
+        SamplesUnderAnkles(-5.0f * c.cm, Eigen::Vector3f::UnitY());
+    if (left_rise == -1.0f) {
+      samples[0].hit = false;
+    } else {
+      samples[0].point.y() = left_rise;
+    }
+    const OneFrame f = GroundOneFrame(samples, 20.0f * c.cm, 0.7853982f);
+    SCOPED_TRACE(left_rise == -1.0f ? "miss" : "beyond max_step_height");
+    EXPECT_EQ(f.result.grounded_legs, 1);
+    EXPECT_EQ(f.result.foot_offsets[0], 0.0f);
+    EXPECT_NEAR(f.result.pelvis_offset, -5.0f * c.cm, 0.01f * c.cm);
+    EXPECT_LT(
+        (Pos(f.model_out, c.legs[0].ankle) - Pos(f.model_in, c.legs[0].ankle))
+            .norm(),
+        0.05f * c.cm);
+    EXPECT_NEAR(Pos(f.model_out, c.legs[1].ankle).y() -
+                    Pos(f.model_in, c.legs[1].ankle).y(),
+                -5.0f * c.cm, 0.05f * c.cm);
+  }
+}
+
+// A slope steeper than max_tilt tilts the feet by max_tilt and says so; a
+// gentler one tilts them fully and does not.
+TEST(GroundJob, SlopeSteeperThanMaxTiltIsClampedToIt) {
+  const Character& c = Walk();
+  const float max_tilt = 20.0f * kPi / 180.0f;
+  for (const float degrees : {15.0f, 35.0f}) {
+    const float a = degrees * kPi / 180.0f;
+    const Eigen::Vector3f normal(std::sin(a), std::cos(a), 0.0f);
+    const OneFrame f = GroundOneFrame(SamplesUnderAnkles(0.0f, normal),
+                                      50.0f * c.cm, max_tilt);
+    SCOPED_TRACE(degrees);
+    EXPECT_EQ(f.result.tilt_clamped, degrees > 20.0f);
+    const float expected = std::min(a, max_tilt);
+    for (const GroundLeg& leg : c.legs) {
+      // The ankle's model rotation turns by the tilt from the clip's.
+      const float turned = f.model_out[leg.ankle].rotation.angularDistance(
+          f.model_in[leg.ankle].rotation);
+      EXPECT_NEAR(turned, expected, 0.5f * kPi / 180.0f);
+    }
+  }
 }
 
 // A small valid job on the walk's first frame, for the bad-input tests.

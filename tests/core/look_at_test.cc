@@ -313,6 +313,61 @@ TEST(LookAtTest, LookAt_EyesPointAtTheTargetWithAxesFromTheRestPose) {
   }
 }
 
+// Axes given by the client win over the rest pose: each bone's own +x (a
+// rig whose bones face along x) is what points at the target, and giving
+// the axes the rest pose would derive gives the derived answer (to float
+// rounding).
+TEST(LookAtTest, LookAt_GivenAxesPointAtTheTarget) {
+  const Skeleton s = EyesSkeleton();
+  const std::vector<Transform> input = RestPose(s);
+  const std::vector<int> spine = {1, 2};
+  const std::vector<int> eyes = {4, 5};
+  const std::vector<int> bones = {1, 2, 3, 4, 5};  // spine, head, eyes
+  const std::vector<Eigen::Matrix4f> rest = MatrixFk(s, input);
+  const Rig rig{spine, 3};
+  const std::vector<Eigen::Vector3f> along_x(bones.size(),
+                                             Eigen::Vector3f(2, 0, 0));
+  std::vector<Eigen::Vector3f> derived;
+  for (int j : bones) {
+    derived.push_back(rest[j].topLeftCorner<3, 3>().transpose() *
+                      Eigen::Vector3f::UnitZ());
+  }
+  // In front of bones that face +x (the clamp fades targets behind).
+  for (const Eigen::Vector3f& target :
+       {Eigen::Vector3f(4, 2.5f, 1), Eigen::Vector3f(3, 1, -2)}) {
+    std::vector<Transform> out(input.size());
+    LookAtJob job = MakeJob(s, rig, input, out, target);
+    job.eyes = eyes;
+    job.axes = along_x;
+    LookAtResult result;
+    job.result = &result;
+    ASSERT_TRUE(job.Run().ok()) << job.Validate();
+    EXPECT_TRUE(result.reached);
+    const std::vector<Eigen::Matrix4f> m = MatrixFk(s, out);
+    for (int j : {3, 4, 5}) {
+      const Eigen::Vector3f forward =
+          (m[j].topLeftCorner<3, 3>() * Eigen::Vector3f::UnitX()).normalized();
+      EXPECT_LT(Angle(forward, target - Position(m[j])), 0.05f * kDegree)
+          << s.joint_name(j);
+    }
+
+    std::vector<Transform> from_rest(input.size());
+    std::vector<Transform> from_given(input.size());
+    LookAtJob rest_job = MakeJob(s, rig, input, from_rest, target);
+    rest_job.eyes = eyes;
+    ASSERT_TRUE(rest_job.Run().ok());
+    LookAtJob given_job = MakeJob(s, rig, input, from_given, target);
+    given_job.eyes = eyes;
+    given_job.axes = derived;
+    ASSERT_TRUE(given_job.Run().ok());
+    for (size_t j = 0; j < input.size(); ++j) {
+      EXPECT_LT(from_given[j].rotation.angularDistance(from_rest[j].rotation),
+                1e-5f)
+          << s.joint_name(static_cast<int>(j));
+    }
+  }
+}
+
 TEST(LookAtTest, LookAt_TurnSpeedLimitsTheLookDirectionPerFrame) {
   const Skeleton& s = Walk().skeleton;
   const Rig rig = WalkRig();

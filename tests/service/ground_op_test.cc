@@ -191,29 +191,39 @@ TEST_F(GroundOpTest, Ground_FlatGroundAtTheFloorReturnsThePoseBitForBit) {
   EXPECT_TRUE(BitIdentical(Solve(op).pose(), Packed(input)));
 }
 
+// A 5 x 4 heightfield under the walk at 1 s, for the core and on the wire.
+struct WalkHeightfield {
+  std::vector<float> heights = {0.5f, 1.0f, 0.0f, -0.5f, 0.2f, 1.5f, 0.3f,
+                                0.8f, 1.1f, 0.0f, 0.0f,  0.9f, 1.4f, 0.2f,
+                                0.6f, 0.4f, 0.1f, 0.0f,  0.7f, 1.0f};
+  Heightfield field;
+  v1::GroundOp op = WalkGround();
+
+  explicit WalkHeightfield(const LocalPose& input) {
+    const Eigen::Vector3f hips = Model(input)[Joint("Hips")].translation;
+    field.columns = 5;
+    field.rows = 4;
+    field.spacing = 10.0f;
+    field.origin_x = hips.x() - 20.0f;
+    field.origin_z = hips.z() - 15.0f;
+    field.heights = heights;
+    v1::Heightfield* h = op.mutable_heightfield();
+    h->set_columns(field.columns);
+    h->set_rows(field.rows);
+    h->set_spacing(field.spacing);
+    h->set_origin_x(field.origin_x);
+    h->set_origin_z(field.origin_z);
+    for (float v : heights) h->add_heights(v);
+  }
+  WalkHeightfield(const WalkHeightfield&) = delete;
+  WalkHeightfield& operator=(const WalkHeightfield&) = delete;
+};
+
 TEST_F(GroundOpTest, Ground_HeightfieldIsSampledByTheServerLikeTheCore) {
   const LocalPose input = SampleWalk(1.0f);
-  const Eigen::Vector3f hips = Model(input)[Joint("Hips")].translation;
-  Heightfield field;
-  field.columns = 5;
-  field.rows = 4;
-  field.spacing = 10.0f;
-  field.origin_x = hips.x() - 20.0f;
-  field.origin_z = hips.z() - 15.0f;
-  const std::vector<float> heights = {0.5f, 1.0f, 0.0f, -0.5f, 0.2f, 1.5f, 0.3f,
-                                      0.8f, 1.1f, 0.0f, 0.0f,  0.9f, 1.4f, 0.2f,
-                                      0.6f, 0.4f, 0.1f, 0.0f,  0.7f, 1.0f};
-  field.heights = heights;
-  v1::GroundOp op = WalkGround();
-  v1::Heightfield* h = op.mutable_heightfield();
-  h->set_columns(5);
-  h->set_rows(4);
-  h->set_spacing(field.spacing);
-  h->set_origin_x(field.origin_x);
-  h->set_origin_z(field.origin_z);
-  for (float v : heights) h->add_heights(v);
-  const LocalPose expected = CoreGround(input, {}, &field);
-  const v1::CharacterOutput out = Solve(op);
+  const WalkHeightfield ground(input);
+  const LocalPose expected = CoreGround(input, {}, &ground.field);
+  const v1::CharacterOutput out = Solve(ground.op);
   EXPECT_TRUE(BitIdentical(out.pose(), Packed(expected)));
   EXPECT_FALSE(BitIdentical(out.pose(), Packed(input)));
 }
@@ -305,6 +315,77 @@ TEST_F(GroundOpTest, Ground_SessionOpUpdatesMoveTheSamplesLikeTheCore) {
               ::testing::HasSubstr("ground.samples: required"));
   stream->WritesDone();
   EXPECT_TRUE(stream->Finish().ok());
+}
+
+// A rig registered with a heightfield: the Session samples it each frame,
+// as the core does, and keeps the smoothing state between frames.
+TEST_F(GroundOpTest, Ground_SessionRigWithAHeightfieldMatchesTheCore) {
+  grpc::ClientContext context;
+  std::unique_ptr<SessionStream> stream = stub_->Session(&context);
+  RegisterWalk(*stream);
+  const LocalPose input = SampleWalk(1.0f);
+  WalkHeightfield ground(input);
+  ground.op.set_pelvis_speed(6.0f);
+  RegisterGroundRig(*stream, ground.op);
+  GroundState state;
+  for (int f = 0; f < 3; ++f) {
+    v1::SessionRequest request;
+    request.mutable_frame()->set_sequence(f + 1);
+    request.mutable_frame()->set_dt(1.0f / 60.0f);
+    request.mutable_frame()->add_characters()->set_character_id("c");
+    const v1::SessionResponse response = RoundTrip(*stream, request);
+    ASSERT_EQ(response.frame().characters_size(), 1);
+    const v1::CharacterResult& result = response.frame().characters(0);
+    ASSERT_EQ(result.status().code(), 0) << result.status().message();
+    const LocalPose expected =
+        CoreGround(input, {}, &ground.field, &state, 6.0f, 1.0f / 60.0f);
+    EXPECT_TRUE(BitIdentical(result.pose(), Packed(expected))) << "frame " << f;
+    EXPECT_FALSE(BitIdentical(result.pose(), Packed(input)));
+  }
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+// Solve returns the smoothing state; sent back, it continues as the core
+// does from that state; without it the call starts from the clip again.
+TEST_F(GroundOpTest, Ground_SolveReturnsTheSmoothingStateAndTakesItBack) {
+  const LocalPose input = SampleWalk(1.0f);
+  const std::vector<GroundSample> samples = {
+      Under(input, Joint("LeftAnkle"), 0.0f, 0.0f),
+      Under(input, Joint("RightAnkle"), -2.0f, 0.0f)};
+  v1::SolveRequest request;
+  request.set_dt(1.0f / 60.0f);
+  v1::CharacterInput* c = request.add_characters();
+  *c->mutable_skeleton()->mutable_skeleton() = WalkSkeleton();
+  PoseToProto(input, c->mutable_pose());
+  v1::GroundOp* op = c->add_ops()->mutable_ground();
+  *op = WalkGround();
+  op->set_pelvis_speed(6.0f);
+  for (const GroundSample& s : samples) *op->add_samples() = ToHit(s);
+
+  GroundState state;
+  const v1::CharacterOutput first = SolveFirstCharacter(request);
+  LocalPose expected =
+      CoreGround(input, samples, nullptr, &state, 6.0f, 1.0f / 60.0f);
+  EXPECT_TRUE(BitIdentical(first.pose(), Packed(expected)));
+  ASSERT_TRUE(first.state().contains("ground"));
+  const v1::GroundState& wire = first.state().at("ground").ground();
+  EXPECT_EQ(wire.pelvis_offset(), state.pelvis_offset);
+  EXPECT_LT(wire.pelvis_offset(), 0.0f);
+  // Smoothed: short of the 2-unit drop (a tenth of the way, then as low
+  // as the right leg needs to reach).
+  EXPECT_GT(wire.pelvis_offset(), -2.0f);
+
+  *c->mutable_state() = first.state();
+  const v1::CharacterOutput second = SolveFirstCharacter(request);
+  expected = CoreGround(input, samples, nullptr, &state, 6.0f, 1.0f / 60.0f);
+  EXPECT_TRUE(BitIdentical(second.pose(), Packed(expected)));
+  EXPECT_LT(second.state().at("ground").ground().pelvis_offset(),
+            wire.pelvis_offset());
+
+  c->clear_state();
+  const v1::CharacterOutput fresh = SolveFirstCharacter(request);
+  EXPECT_TRUE(BitIdentical(fresh.pose(), Floats(first.pose())));
 }
 
 }  // namespace ground_op_test

@@ -339,6 +339,39 @@ class GroundTest(unittest.TestCase):
         self.assertAlmostEqual(model[3].translation[2], 0.3, places=4)
         self.assertAlmostEqual(model[3].translation[0], 0.1, places=4)
 
+    def test_heightfield_is_sampled_by_the_server(self):
+        # A flat field 0.2 up under the ankle lifts it as a 0.2 hit does.
+        field = posewire.heightfield([[0.2, 0.2], [0.2, 0.2]], spacing=1,
+                                     origin=(-0.5, -0.5))
+        self.assertEqual((field.columns, field.rows), (2, 2))
+        out = self.solve(posewire.ground_op(
+            "pelvis", [("hip", "knee", "ankle")], field=field))
+        model = posewire.unpack_pose(out.model_pose)
+        self.assertAlmostEqual(model[0].translation[1], 1.0, places=4)
+        self.assertAlmostEqual(model[3].translation[1], 0.3, places=4)
+        with self.assertRaises(ValueError):
+            posewire.heightfield([[0.0, 0.0], [0.0]], spacing=1)
+
+    def test_ground_smoothing_state_threads_through_solve(self):
+        # Foot smoothing at 6/s over 1/60 s: each call moves the foot a
+        # tenth of the way to ground 0.2 up, from the state sent back.
+        character = pb.CharacterInput(
+            id="leg", skeleton=pb.SkeletonRef(skeleton=BIPED_LEG),
+            want_model_pose=True, ops=[posewire.ground_op(
+                "pelvis", [("hip", "knee", "ankle")], foot_speed=6,
+                samples=[posewire.ground_hit((0, 0.2, 0))])])
+        request = pb.SolveRequest(dt=1 / 60, characters=[character])
+        first = self.client.solve(request).characters[0]
+        offset = first.state["ground"].ground.foot_offsets[0]
+        self.assertAlmostEqual(offset, 0.02, places=5)
+        request.characters[0].state["ground"].CopyFrom(first.state["ground"])
+        second = self.client.solve(request).characters[0]
+        self.assertAlmostEqual(second.state["ground"].ground.foot_offsets[0],
+                               0.02 + 0.1 * 0.18, places=5)
+        model = posewire.unpack_pose(second.model_pose)
+        self.assertAlmostEqual(model[3].translation[1], 0.1 + 0.038,
+                               places=4)
+
     def test_look_at_helper_builds_the_op(self):
         op = posewire.look_at_op(["Chest"], "Head", (0, 1, 2), weight=0.5)
         self.assertEqual(list(op.look_at.spine), ["Chest"])

@@ -23,6 +23,21 @@ class ClientTest : public ServiceTest {
     return std::make_unique<client::Client>(channel_, client::ClientOptions{});
   }
 
+  // A session with the walk's skeleton "cmu" and clip "walk" registered;
+  // null (and a test failure) if that fails.
+  static std::unique_ptr<client::Session> OpenWalkSession(
+      client::Client& client) {
+    auto session = client.OpenSession();
+    EXPECT_TRUE(session.ok()) << session.status();
+    if (!session.ok()) return nullptr;
+    absl::Status status = (*session)->RegisterSkeleton("cmu", Walk().skeleton);
+    if (status.ok()) {
+      status = (*session)->RegisterClip("walk", "cmu", Walk().clips[0]);
+    }
+    EXPECT_TRUE(status.ok()) << status;
+    return status.ok() ? std::move(*session) : nullptr;
+  }
+
   static v1::SolveRequest RequestFor(const v1::Skeleton& skeleton) {
     v1::SolveRequest request;
     *request.add_characters()->mutable_skeleton()->mutable_skeleton() =
@@ -68,33 +83,100 @@ TEST_F(ClientTest,
 
 TEST_F(ClientTest, Session_RegistersSolvesFramesAndReportsErrors) {
   auto client = Connect();
-  auto session = client->OpenSession();
-  ASSERT_TRUE(session.ok()) << session.status();
-  ASSERT_TRUE((*session)->RegisterSkeleton("cmu", Walk().skeleton).ok());
-  ASSERT_TRUE((*session)->RegisterClip("walk", "cmu", Walk().clips[0]).ok());
+  std::unique_ptr<client::Session> session = OpenWalkSession(*client);
+  ASSERT_NE(session, nullptr);
   google::protobuf::RepeatedPtrField<v1::Operation> ops;
   ops.Add()->mutable_sample_clip()->mutable_sample()->set_clip("walk");
-  ASSERT_TRUE((*session)->RegisterRig("rig", "cmu", ops).ok());
-  ASSERT_TRUE((*session)->RegisterCharacter("hero", "rig").ok());
+  ASSERT_TRUE(session->RegisterRig("rig", "cmu", ops).ok());
+  ASSERT_TRUE(session->RegisterCharacter("hero", "rig").ok());
 
-  absl::Status duplicate = (*session)->RegisterCharacter("hero", "rig");
+  absl::Status duplicate = session->RegisterCharacter("hero", "rig");
   EXPECT_EQ(duplicate.code(), absl::StatusCode::kAlreadyExists);
 
   v1::Frame frame;
   frame.set_sequence(1);
   frame.add_characters()->set_character_id("hero");
-  auto result = (*session)->SendFrame(frame);
+  auto result = session->SendFrame(frame);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_TRUE(
       BitIdentical(result->characters(0).pose(), Packed(SampleWalk(0.0f))));
 
   // A frame-level error comes back as the call's status.
-  auto repeated = (*session)->SendFrame(frame);
+  auto repeated = session->SendFrame(frame);
   EXPECT_EQ(repeated.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(repeated.status().message(), HasSubstr("does not increase"));
-  EXPECT_TRUE((*session)->Close().ok());
-  EXPECT_EQ((*session)->SendFrame(frame).status().code(),
+  EXPECT_TRUE(session->Close().ok());
+  EXPECT_EQ(session->SendFrame(frame).status().code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+// A rig of sampling, ground and look-at whose inputs come in each frame's
+// op_updates answers as one Solve with the same inputs in the ops.
+TEST_F(ClientTest, Session_GroundAndLookAtFromOpUpdatesMatchSolve) {
+  auto joint = [](const char* name) { return Walk().skeleton.FindJoint(name); };
+  const LocalPose input = SampleWalk(1.0f);
+  const ModelPose model = Model(input);
+  v1::GroundOp ground;
+  ground.set_pelvis("Hips");
+  std::vector<v1::GroundHit> hits;
+  for (const char* side : {"Left", "Right"}) {
+    const std::string s(side);
+    v1::GroundLeg* leg = ground.add_legs();
+    leg->set_hip(s + "Hip");
+    leg->set_knee(s + "Knee");
+    leg->set_ankle(s + "Ankle");
+    Eigen::Vector3f under = model[joint((s + "Ankle").c_str())].translation;
+    under.y() = hits.empty() ? 1.0f : -0.5f;
+    v1::GroundHit& hit = hits.emplace_back();
+    hit.set_hit(true);
+    *hit.mutable_point() = ToVec3(under);
+  }
+  v1::LookAtOp look_at;
+  for (const char* j : {"lowerback", "Chest", "Chest2"}) look_at.add_spine(j);
+  look_at.set_head("Head");
+  const Eigen::Vector3f target =
+      model[joint("Head")].translation + Eigen::Vector3f(20.0f, 5.0f, 40.0f);
+
+  auto client = Connect();
+  std::unique_ptr<client::Session> session = OpenWalkSession(*client);
+  ASSERT_NE(session, nullptr);
+  google::protobuf::RepeatedPtrField<v1::Operation> ops;
+  v1::ClipSample* sample = ops.Add()->mutable_sample_clip()->mutable_sample();
+  sample->set_clip("walk");
+  sample->set_time(1.0f);
+  *ops.Add()->mutable_ground() = ground;
+  *ops.Add()->mutable_look_at() = look_at;
+  ASSERT_TRUE(session->RegisterRig("rig", "cmu", ops).ok());
+  ASSERT_TRUE(session->RegisterCharacter("hero", "rig").ok());
+  v1::Frame frame;
+  frame.set_sequence(1);
+  v1::CharacterFrame* hero = frame.add_characters();
+  hero->set_character_id("hero");
+  v1::OpUpdate* ground_update = hero->add_op_updates();
+  ground_update->set_op(1);
+  for (const v1::GroundHit& hit : hits)
+    *ground_update->add_ground_samples() = hit;
+  v1::OpUpdate* look_update = hero->add_op_updates();
+  look_update->set_op(2);
+  *look_update->mutable_target() = ToVec3(target);
+  auto result = session->SendFrame(frame);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->characters(0).status().code(), 0)
+      << result->characters(0).status().message();
+
+  v1::SolveRequest request = RequestFor(WalkSkeleton());
+  v1::CharacterInput* c = request.mutable_characters(0);
+  PoseToProto(input, c->mutable_pose());
+  for (const v1::GroundHit& hit : hits) *ground.add_samples() = hit;
+  *look_at.mutable_target() = ToVec3(target);
+  *c->add_ops()->mutable_ground() = ground;
+  *c->add_ops()->mutable_look_at() = look_at;
+  auto solved = client->Solve(request);
+  ASSERT_TRUE(solved.ok()) << solved.status();
+  EXPECT_TRUE(BitIdentical(result->characters(0).pose(),
+                           Floats(solved->characters(0).pose())));
+  EXPECT_FALSE(BitIdentical(result->characters(0).pose(), Packed(input)));
+  EXPECT_TRUE(session->Close().ok());
 }
 
 TEST_F(ClientTest, Session_RegistersHitboxesAndQueriesTheRecordedPose) {

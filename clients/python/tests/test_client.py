@@ -339,6 +339,14 @@ class GroundTest(unittest.TestCase):
         self.assertAlmostEqual(model[3].translation[2], 0.3, places=4)
         self.assertAlmostEqual(model[3].translation[0], 0.1, places=4)
 
+    def test_a_miss_leaves_the_foot_to_the_clip(self):
+        out = self.solve(posewire.ground_op(
+            "pelvis", [("hip", "knee", "ankle")],
+            samples=[posewire.ground_hit(None)]))
+        self.assertEqual(list(out.pose.transforms),
+                         list(BIPED_LEG.rest_pose))
+        self.assertFalse(posewire.ground_hit(None).hit)
+
     def test_heightfield_is_sampled_by_the_server(self):
         # A flat field 0.2 up under the ankle lifts it as a 0.2 hit does.
         field = posewire.heightfield([[0.2, 0.2], [0.2, 0.2]], spacing=1,

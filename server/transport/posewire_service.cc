@@ -62,6 +62,18 @@ bool ParseFromBytes(const grpc::ByteBuffer& bytes,
   return message->ParseFromZeroCopyStream(&reader) && reader.status().ok();
 }
 
+// Parses a unary request's bytes into `message`; bytes that do not parse
+// get an error that names the message type and says what to check.
+absl::Status ParseRequest(const grpc::ByteBuffer& bytes,
+                          google::protobuf::MessageLite* message) {
+  if (ParseFromBytes(bytes, message)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the request's ", bytes.Length(), " bytes do not parse as ",
+      message->GetTypeName(),
+      ": they are truncated or not protobuf (is the client built from "
+      "proto/posewire/v1/posewire.proto?)"));
+}
+
 // Serialises `message` into `bytes`.
 grpc::Status SerializeToBytes(const google::protobuf::MessageLite& message,
                               grpc::ByteBuffer* bytes) {
@@ -430,14 +442,8 @@ grpc::ServerUnaryReactor* PoseWireService::Solve(
     MessagePair<v1::SolveRequest, v1::SolveResponse> messages;
     v1::SolveRequest* request = messages.request();
     v1::SolveResponse* response = messages.response();
-    absl::Status status;
-    if (!ParseFromBytes(*request_bytes, request)) {
-      status = absl::InvalidArgumentError(absl::StrCat(
-          "the request's ", request_bytes->Length(),
-          " bytes do not parse as posewire.v1.SolveRequest: they are "
-          "truncated or not protobuf (is the client built from "
-          "proto/posewire/v1/posewire.proto?)"));
-    } else {
+    absl::Status status = ParseRequest(*request_bytes, request);
+    if (status.ok()) {
       status = server::Solve(
           *request, config_, skeletons_,
           [context] { return CheckStop(context); }, response, metrics_);
@@ -477,13 +483,7 @@ grpc::ServerUnaryReactor* PoseWireService::LearnLimits(
   pool_->Submit([this, context, request_bytes, response_bytes, reactor] {
     MessagePair<v1::LearnLimitsRequest, v1::LearnLimitsResponse> messages;
     absl::Status status = CheckStop(context);
-    if (status.ok() && !ParseFromBytes(*request_bytes, messages.request())) {
-      status = absl::InvalidArgumentError(absl::StrCat(
-          "the request's ", request_bytes->Length(),
-          " bytes do not parse as posewire.v1.LearnLimitsRequest: they are "
-          "truncated or not protobuf (is the client built from "
-          "proto/posewire/v1/posewire.proto?)"));
-    }
+    if (status.ok()) status = ParseRequest(*request_bytes, messages.request());
     if (status.ok()) {
       status = server::LearnLimits(*messages.request(), config_, skeletons_,
                                    messages.response());

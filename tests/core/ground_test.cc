@@ -682,7 +682,17 @@ struct BadInput : ::testing::Test {
   std::vector<Transform> out = pose;
   std::vector<GroundLeg> legs = Walk().legs;
   std::vector<GroundSample> samples = std::vector<GroundSample>(2);
+  std::vector<float> flat_heights = std::vector<float>(4, 0.0f);
   GroundJob job;
+  // A valid 2 x 2 field at height 0, 1 apart.
+  Heightfield FlatField() const {
+    Heightfield field;
+    field.columns = 2;
+    field.rows = 2;
+    field.spacing = 1.0f;
+    field.heights = flat_heights;
+    return field;
+  }
   void SetUp() override {
     for (GroundSample& s : samples) s.hit = true;
     job.skeleton = &Walk().skeleton;
@@ -723,12 +733,7 @@ TEST_F(BadInput, UpThatIsZeroOrNotTheNormalsOrWithAHeightfield) {
                         "up (normal . up <= 0 with up (0, 0, 1))"));
   for (GroundSample& sample : samples) sample.normal = Eigen::Vector3f::UnitZ();
   EXPECT_TRUE(job.Validate().ok());
-  const std::vector<float> heights(4, 0.0f);
-  Heightfield field;
-  field.columns = 2;
-  field.rows = 2;
-  field.spacing = 1.0f;
-  field.heights = heights;
+  Heightfield field = FlatField();
   job.samples = {};
   job.heightfield = &field;
   EXPECT_THAT(job.Validate().message(),
@@ -736,12 +741,8 @@ TEST_F(BadInput, UpThatIsZeroOrNotTheNormalsOrWithAHeightfield) {
 }
 
 TEST_F(BadInput, HeightfieldWithNanOrZeroSpacing) {
-  const std::vector<float> heights(4, 0.0f);
-  Heightfield field;
-  field.columns = 2;
-  field.rows = 2;
+  Heightfield field = FlatField();
   field.spacing = 0.0f;
-  field.heights = heights;
   job.samples = {};
   job.heightfield = &field;
   EXPECT_THAT(job.Validate().message(),

@@ -14,20 +14,33 @@
 #ifndef POSEWIRE_PROTO_GRPC_HANDOFF_H_
 #define POSEWIRE_PROTO_GRPC_HANDOFF_H_
 
+// POSEWIRE_TSAN: 1 in a ThreadSanitizer build. GCC defines
+// __SANITIZE_THREAD__; clang only answers __has_feature(thread_sanitizer).
 #if defined(__SANITIZE_THREAD__)
+#define POSEWIRE_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define POSEWIRE_TSAN 1
+#endif
+#endif
+#ifndef POSEWIRE_TSAN
+#define POSEWIRE_TSAN 0
+#endif
+
+#if POSEWIRE_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
 
 namespace posewire {
 
 inline void HandOffToGrpc([[maybe_unused]] void* reactor) {
-#if defined(__SANITIZE_THREAD__)
+#if POSEWIRE_TSAN
   __tsan_release(reactor);
 #endif
 }
 
 inline void TakeBackFromGrpc([[maybe_unused]] void* reactor) {
-#if defined(__SANITIZE_THREAD__)
+#if POSEWIRE_TSAN
   __tsan_acquire(reactor);
 #endif
 }

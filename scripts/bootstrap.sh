@@ -8,7 +8,8 @@
 #           scripts/sanitize.sh): GoogleTest, Google Benchmark, the Python
 #           client's and the Blender add-on's packages, pybind11,
 #           clang-format and clang-tidy
-#   fuzz    serve, plus clang and libFuzzer (scripts/fuzz.sh)
+#   fuzz    serve, plus clang and its sanitizer runtimes (scripts/fuzz.sh,
+#           scripts/sanitize.sh)
 # The deployment test (scripts/test-deploy.sh) installs its own (Docker,
 # compose, debootstrap).
 #
@@ -50,8 +51,8 @@ test_packages=(
   gnuplot-nox
 )
 fuzz_packages=(
-  # the libFuzzer targets: clang and its runtime libraries (libFuzzer,
-  # ASan, UBSan)
+  # the libFuzzer targets and the sanitizer builds: clang and its runtime
+  # libraries (libFuzzer, ASan, UBSan, TSan)
   clang-14 libclang-rt-14-dev
 )
 

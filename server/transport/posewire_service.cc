@@ -89,7 +89,7 @@ grpc::Status SerializeToBytes(const google::protobuf::MessageLite& message,
 // the library walks those fields when it destroys an arena (a crash, seen
 // in SolveTest under scripts/sanitize.sh tsan). TSan builds therefore keep
 // messages on the heap; every other build uses the arena.
-#if defined(__SANITIZE_THREAD__)
+#if POSEWIRE_TSAN
 constexpr bool kMessagesOnArena = false;
 #else
 constexpr bool kMessagesOnArena = true;

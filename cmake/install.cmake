@@ -7,8 +7,9 @@
 #   target_link_libraries(app PRIVATE posewire::assets) # + BVH/glTF readers
 #   target_link_libraries(app PRIVATE posewire::client) # + the gRPC client
 #
-# or `pkg-config --cflags --libs posewire-core`. tests/install builds a
-# program outside the tree against an installed copy of both.
+# or `pkg-config --cflags --libs posewire-core` (posewire-assets,
+# posewire-client). tests/install builds two programs outside the tree
+# against an installed copy, with each.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -68,12 +69,17 @@ install(FILES ${PROJECT_BINARY_DIR}/posewireConfig.cmake
               ${PROJECT_BINARY_DIR}/posewireConfigVersion.cmake
         DESTINATION ${POSEWIRE_CMAKE_DIR})
 
-# pkg-config: posewire-core (the solvers) and posewire-assets (+ readers).
+# pkg-config: posewire-core (the solvers), posewire-assets (+ readers) and,
+# with the service, posewire-client (+ the gRPC client and its messages).
 # Relocatable: the prefix is found from the .pc file's own place, so
 # `cmake --install --prefix` anywhere gives working files.
 file(RELATIVE_PATH POSEWIRE_PC_TO_PREFIX
      /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
-foreach(pc_name core assets)
+set(posewire_pc_names core assets)
+if(POSEWIRE_BUILD_SERVICE)
+  list(APPEND posewire_pc_names client)
+endif()
+foreach(pc_name ${posewire_pc_names})
   configure_file(${PROJECT_SOURCE_DIR}/cmake/posewire-${pc_name}.pc.in
                  ${PROJECT_BINARY_DIR}/posewire-${pc_name}.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/posewire-${pc_name}.pc

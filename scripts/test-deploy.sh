@@ -17,7 +17,12 @@
 # cache), so a rerun only rebuilds what changed. Delete it to start cold.
 #
 # Environment: REPLICAS (2), LOAD_SECONDS (3 per phase), BUILD_DIR (build),
-# DEPLOY_CACHE, KEEP_TMP=1 (keep the daemon log and temp dir on failure).
+# DEPLOY_CACHE, KEEP_TMP=1 (keep the daemon log and temp dir on failure),
+# PREBUILT_FROM=DIR: put DIR's Release posewire-server, posewire and
+# posewire-load in the image instead of compiling them in it
+# (deploy/Dockerfile, POSEWIRE_BINARIES=prebuilt). CI passes its test
+# build, which saves the image's compile (about 6 minutes on 2 cores);
+# without it the image is built from source, as a user builds it.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${DEPLOY_CACHE:-${BUILD_DIR:-$root/build}/deploy-cache}
@@ -71,6 +76,7 @@ dockerd_pid=""
 cleanup() {
   local code=$?
   set +e
+  rm -f "$root"/deploy/prebuilt/posewire*
   if [[ -n $dockerd_pid ]] && docker info >/dev/null 2>&1; then
     log "tearing down"
     "${compose[@]}" down --volumes --remove-orphans --timeout 15 \
@@ -183,6 +189,19 @@ fi
 # --- Images -----------------------------------------------------------------
 revision=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null ||
   echo unknown)
+export POSEWIRE_BINARIES=build
+if [[ -n ${PREBUILT_FROM:-} ]]; then
+  prebuilt=("$PREBUILT_FROM/server/posewire-server"
+            "$PREBUILT_FROM/clients/posewire" "$PREBUILT_FROM/clients/posewire-load")
+  for binary in "${prebuilt[@]}"; do
+    [[ -x $binary ]] || fail "PREBUILT_FROM: $binary is missing (build it first)"
+  done
+  grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$PREBUILT_FROM/CMakeCache.txt" ||
+    fail "PREBUILT_FROM: $PREBUILT_FROM is not a Release build"
+  cp "${prebuilt[@]}" "$root/deploy/prebuilt/"
+  POSEWIRE_BINARIES=prebuilt
+  log "binaries from $PREBUILT_FROM (not compiled in the image)"
+fi
 log "building posewire, posewire-nginx, posewire-prometheus (revision $revision)"
 POSEWIRE_GIT_REVISION=$revision "${compose[@]}" build \
   >"$tmp/build.log" 2>&1 ||

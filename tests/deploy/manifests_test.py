@@ -86,6 +86,13 @@ class Dockerfile:
                 stages[-1].append((keyword, rest))
         return stages
 
+    def stage(self, name):
+        """The instructions of the stage named NAME (FROM ... AS NAME)."""
+        for stage in self.stages():
+            if stage[0][1].endswith(" AS " + name):
+                return stage
+        raise KeyError(name)
+
     def final(self, keyword):
         return [rest for k, rest in self.stages()[-1] if k == keyword]
 
@@ -164,8 +171,21 @@ class DeployManifestsTest(unittest.TestCase):
                          "debian:bookworm-slim")
         froms = self.dockerfile.all("FROM")
         self.assertGreaterEqual(len(froms), 2, "multi-stage")
+        # Each stage starts from the base image or from an earlier stage;
+        # POSEWIRE_BINARIES picks one of the two stages that make /out.
+        stages = []
         for rest in froms:
-            self.assertTrue(rest.startswith("${BASE_IMAGE}"), rest)
+            image, _, name = rest.partition(" AS ")
+            if image == "${POSEWIRE_BINARIES}":
+                self.assertEqual(self.dockerfile.args.get("POSEWIRE_BINARIES"),
+                                 "build")
+                self.assertIn("build", stages)
+                self.assertIn("prebuilt", stages)
+            else:
+                self.assertTrue(image == "${BASE_IMAGE}" or image in stages,
+                                rest)
+            stages.append(name.strip())
+        self.assertEqual(stages[-1], "runtime")
 
     def test_Dockerfile_RunsAsNumericNonRootUser(self):
         users = self.dockerfile.final("USER")
@@ -223,7 +243,7 @@ class DeployManifestsTest(unittest.TestCase):
                 needed.add(name)
         for path in re.findall(r"include\(([\w/]+)\.cmake\)", root):
             needed.add(path.split("/")[0])
-        build_stage = self.dockerfile.stages()[0]
+        build_stage = self.dockerfile.stage("build")
         copied = set()
         for keyword, rest in build_stage:
             if keyword == "COPY" and not rest.startswith("--from"):
@@ -239,7 +259,7 @@ class DeployManifestsTest(unittest.TestCase):
         known = set()
         for line in block.splitlines():
             known.update(line.split("#", 1)[0].split())
-        build_stage = self.dockerfile.stages()[0]
+        build_stage = self.dockerfile.stage("toolchain")
         install = " ".join(rest for k, rest in build_stage if k == "RUN")
         listed = re.search(r"apt-get install (.*?)(&&|$)", install).group(1)
         packages = [p for p in listed.split() if not p.startswith("-")]

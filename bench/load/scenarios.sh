@@ -15,6 +15,10 @@
 # interactive_capacity: the interactive layout, each target's highest rate
 #              per stream holding p99 <= P99_MS (default 1) ms
 #              (--capacity_search, windows of SEARCH_WINDOW seconds, default 2)
+# referee:     a game server's referee: 4 streams at 60 Hz, each tick a
+#              frame of 64 characters' claimed poses (plausibility, re-solve
+#              and validate) then a hit query of 32 rays 100 ms in the past
+#              (--op_mix=referee); latency is per tick
 # unary:       one-shot Solve calls, 1 character, open loop
 # nginx:       batch through nginx (deploy/nginx/posewire.conf, grpc_pass;
 #              needs Debian's nginx: apt-get install --no-install-recommends nginx)
@@ -111,6 +115,10 @@ for scenario in $scenarios; do
       interactive_1ch)
         start_server 127.0.0.1:0 2 "$out/server.log"
         args=(--mode=stream --streams=200 --characters=1 --rate=60) ;;
+      referee)
+        start_server 127.0.0.1:0 2 "$out/server.log"
+        args=(--mode=stream --streams=4 --characters=64 --rate=60
+              --op_mix=referee --rays=32 --rewind_ms=100) ;;
       unary)
         start_server 127.0.0.1:0 2 "$out/server.log"
         args=(--mode=unary --callers=4 --characters=1 --rate=0) ;;
@@ -125,7 +133,8 @@ for scenario in $scenarios; do
               --baseline_threads=2) ;;
       *) echo "unknown scenario $scenario" >&2; exit 2 ;;
     esac
-    cmd=("$load_bin" "--server=127.0.0.1:$port" "${args[@]}" --op_mix=fk_ik
+    # --op_mix=fk_ik unless the scenario names its own (the last wins).
+    cmd=("$load_bin" "--server=127.0.0.1:$port" --op_mix=fk_ik "${args[@]}"
          --duration="$duration" "${cpus_arg[@]}" --json="$json")
     echo "== $scenario run $run: ${cmd[*]}"
     "${cmd[@]}" >"$log" 2>&1 || echo "(posewire-load exited $?: errors)"

@@ -14,6 +14,8 @@ using google::protobuf::io::CodedInputStream;
 // Field numbers of posewire/v1/posewire.proto that the receipt reads.
 constexpr int kResponseRegistered = 1;  // SessionResponse.registered
 constexpr int kResponseFrame = 2;       // SessionResponse.frame
+constexpr int kResponseQuery = 3;       // SessionResponse.query
+constexpr int kQueryStatus = 1;         // QueryResult.status
 constexpr int kRegisteredStatus = 3;    // Registered.status
 constexpr int kFrameStatus = 2;         // FrameResult.status
 constexpr int kFrameCharacters = 3;     // FrameResult.characters
@@ -108,6 +110,13 @@ bool ReadAnswerReceipt(google::protobuf::io::ZeroCopyInputStream* stream,
         } else {
           return false;
         }
+        return true;
+      });
+    } else if (IsMessage(tag, kResponseQuery)) {
+      receipt->kind = AnswerReceipt::Kind::kQuery;
+      read = ReadMessage(in, [&](uint32_t t, bool* ok) {
+        if (!IsMessage(t, kQueryStatus)) return false;
+        *ok = ReadStatus(in, &receipt->code);
         return true;
       });
     } else {

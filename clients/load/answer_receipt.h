@@ -14,10 +14,10 @@
 namespace posewire::load {
 
 struct AnswerReceipt {
-  enum class Kind { kNone, kRegistered, kFrame };
+  enum class Kind { kNone, kRegistered, kFrame, kQuery };
   // Which message of the SessionResponse oneof was set.
   Kind kind = Kind::kNone;
-  // registered.status.code or frame.status.code.
+  // registered.status.code, frame.status.code or query.status.code.
   int code = 0;
   // Characters with code 0 and a pose.
   int64_t ok_characters = 0;

@@ -37,9 +37,12 @@ class EchoStream final : public grpc::ServerGenericBidiReactor {
       Finish(grpc::Status::OK);
       return;
     }
-    const std::string& reply = received_ < replies_.registration_replies.size()
-                                   ? replies_.registration_replies[received_]
-                                   : replies_.frame_reply;
+    const size_t registrations = replies_.registration_replies.size();
+    const std::string& reply =
+        received_ < registrations ? replies_.registration_replies[received_]
+        : !replies_.query_reply.empty() && (received_ - registrations) % 2 == 1
+            ? replies_.query_reply
+            : replies_.frame_reply;
     ++received_;
     grpc::Slice slice(reply.data(), reply.size());
     response_ = grpc::ByteBuffer(&slice, 1);
@@ -101,12 +104,17 @@ absl::StatusOr<EchoReplies> RecordReplies(v1::PoseWire::Stub& stub,
   }
   // The frame as the senders send it, numbered 1.
   std::string frame_bytes;
-  FrameEncoder(w.frames[0]).Encode(1, &frame_bytes);
+  FrameEncoder(w.frames[0], w.seconds_per_frame).Encode(1, &frame_bytes);
   v1::SessionRequest frame;
   const bool parsed = frame.ParseFromString(frame_bytes);
-  const bool answered =
+  bool answered =
       parsed && replies.registration_replies.size() == w.registrations.size() &&
       exchange(frame, &replies.frame_reply);
+  if (answered && !w.queries.empty()) {
+    v1::SessionRequest query = w.queries[0];
+    query.mutable_query()->set_time(w.QueryTime(1));
+    answered = exchange(query, &replies.query_reply);
+  }
   stream->WritesDone();
   const grpc::Status status = stream->Finish();
   if (!answered) {

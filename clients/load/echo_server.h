@@ -21,14 +21,17 @@ namespace posewire::load {
 
 // What the echo answers on each stream: the k-th message gets
 // registration_replies[k] while k is below their count, every later message
-// gets frame_reply.
+// gets frame_reply, or with a query_reply (the referee's ticks: a frame,
+// then a hit query) frame_reply and query_reply in turn.
 struct EchoReplies {
   std::vector<std::string> registration_replies;
   std::string frame_reply;
+  std::string query_reply;
 };
 
 // Records the service's answers to one stream's registrations and first
-// frame, so the echo's answers have the service's sizes and contents.
+// frame (and its query), so the echo's answers have the service's sizes
+// and contents.
 absl::StatusOr<EchoReplies> RecordReplies(v1::PoseWire::Stub& stub,
                                           const Workload& w);
 

@@ -19,9 +19,12 @@ void AppendVarint(uint64_t value, std::string* out) {
 
 }  // namespace
 
-FrameEncoder::FrameEncoder(const v1::SessionRequest& request) {
+FrameEncoder::FrameEncoder(const v1::SessionRequest& request,
+                           double seconds_per_frame)
+    : seconds_per_frame_(seconds_per_frame) {
   v1::Frame frame = request.frame();
   frame.clear_sequence();
+  frame.clear_time();
   frame_rest_ = frame.SerializeAsString();
   v1::SessionRequest rest = request;
   rest.clear_frame();
@@ -34,6 +37,15 @@ void FrameEncoder::Encode(uint64_t sequence, std::string* out) const {
                                        WireFormatLite::WIRETYPE_VARINT),
                &sequence_field);
   AppendVarint(sequence, &sequence_field);
+  if (seconds_per_frame_ > 0.0) {
+    AppendVarint(WireFormatLite::MakeTag(v1::Frame::kTimeFieldNumber,
+                                         WireFormatLite::WIRETYPE_FIXED64),
+                 &sequence_field);
+    uint8_t bytes[8];
+    WireFormatLite::WriteDoubleNoTagToArray(
+        TickTime(sequence, seconds_per_frame_), bytes);
+    sequence_field.append(reinterpret_cast<const char*>(bytes), 8);
+  }
 
   out->clear();
   out->append(request_rest_);

@@ -14,18 +14,28 @@
 
 namespace posewire::load {
 
+// The game's tick time of frame `sequence` when frames are timed: one tick
+// of `dt` seconds per sequence number, from dt for the first frame.
+inline double TickTime(uint64_t sequence, double dt) {
+  return static_cast<double>(sequence) * dt;
+}
+
 class FrameEncoder {
  public:
-  // `request` must hold a frame; its sequence is ignored.
-  explicit FrameEncoder(const v1::SessionRequest& request);
+  // `request` must hold a frame; its sequence and time are ignored.
+  // `seconds_per_frame` > 0: each encoded frame also carries its time,
+  // TickTime(sequence, seconds_per_frame).
+  explicit FrameEncoder(const v1::SessionRequest& request,
+                        double seconds_per_frame = 0.0);
 
-  // Writes the request with frame.sequence = `sequence` into `out` (which
-  // keeps its capacity across calls). The bytes parse to exactly the
-  // message with that sequence set; protobuf accepts the sequence field
-  // ahead of the frame's other fields, which is where it is put.
+  // Writes the request with frame.sequence = `sequence` (and its time) into
+  // `out` (which keeps its capacity across calls). The bytes parse to
+  // exactly the message with those fields set; protobuf accepts fields in
+  // any order, and these go ahead of the frame's others.
   void Encode(uint64_t sequence, std::string* out) const;
 
  private:
+  double seconds_per_frame_;
   // The frame's fields other than its sequence, serialised.
   std::string frame_rest_;
   // The request's fields other than the frame (none today; kept so that a

@@ -5,6 +5,7 @@
 #include <memory>
 #include <thread>
 
+#include "clients/load/frame_encoder.h"
 #include "google/protobuf/arena.h"
 #include "server/service/server_config.h"
 #include "server/service/session.h"
@@ -64,7 +65,8 @@ class LocalStream final : public LocalSender {
               SenderResult& r)
       : LocalSender(phase, index, r),
         session_(config),
-        frames_(phase.workload.frames) {}
+        frames_(phase.workload.frames),
+        queries_(phase.workload.queries) {}
 
   bool Begin() override {
     for (const v1::SessionRequest& reg : phase_.workload.registrations) {
@@ -80,11 +82,24 @@ class LocalStream final : public LocalSender {
 
  private:
   int Handle(int64_t* ok_characters) override {
-    v1::SessionRequest& request = frames_[sequence_ % frames_.size()];
+    const size_t v = sequence_ % frames_.size();
+    v1::SessionRequest& request = frames_[v];
     request.mutable_frame()->set_sequence(++sequence_);
+    const Workload& w = phase_.workload;
+    if (w.seconds_per_frame > 0.0) {
+      request.mutable_frame()->set_time(
+          TickTime(sequence_, w.seconds_per_frame));
+    }
     v1::SessionResponse* response = FreshResponse();
     session_.Handle(request, response);
-    return FrameCode(*response, ok_characters);
+    const int code = FrameCode(*response, ok_characters);
+    if (code != 0 || queries_.empty()) return code;
+    // A referee tick: the frame, then its hit query.
+    v1::SessionRequest& query = queries_[v];
+    query.mutable_query()->set_time(w.QueryTime(sequence_));
+    response = FreshResponse();
+    session_.Handle(query, response);
+    return QueryCode(*response);
   }
 
   // An empty response on an arena reset per message, as the server builds
@@ -97,6 +112,7 @@ class LocalStream final : public LocalSender {
 
   server::Session session_;
   std::vector<v1::SessionRequest> frames_;
+  std::vector<v1::SessionRequest> queries_;
   google::protobuf::Arena arena_;
   uint64_t sequence_ = 0;
 };

@@ -47,7 +47,14 @@ ABSL_FLAG(std::string, mode, "stream",
 ABSL_FLAG(int, streams, 0, "Concurrent streams (stream mode).");
 ABSL_FLAG(int, callers, 0, "Concurrent unary callers (unary mode).");
 ABSL_FLAG(int, characters, 1, "Characters per message.");
-ABSL_FLAG(std::string, op_mix, "fk_ik", "fk_ik, spring, blend3 or fullbody.");
+ABSL_FLAG(std::string, op_mix, "fk_ik",
+          "fk_ik, spring, blend3, fullbody or referee (each character's "
+          "claimed pose checked for plausibility and validated; in stream "
+          "mode each tick also sends a hit query, and its latency is the "
+          "frame's send to the query's answer).");
+ABSL_FLAG(int, rays, 32, "referee: rays of each tick's hit query.");
+ABSL_FLAG(int, rewind_ms, 100,
+          "referee: how far before the tick the hit query looks.");
 ABSL_FLAG(bool, op_updates, true,
           "Stream frames send the clip time and IK targets as op updates "
           "(fk_ik, spring); false: the whole pipeline every frame.");
@@ -167,6 +174,8 @@ absl::StatusOr<Workload> LoadWorkload(const Config& c) {
   wo.characters = c.characters;
   wo.op_updates = absl::GetFlag(FLAGS_op_updates);
   wo.clip_seconds = absl::GetFlag(FLAGS_clip_seconds);
+  wo.rays_per_query = absl::GetFlag(FLAGS_rays);
+  wo.rewind_seconds = absl::GetFlag(FLAGS_rewind_ms) / 1000.0;
   return BuildWorkload(*asset, wo);
 }
 

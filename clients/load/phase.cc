@@ -59,6 +59,17 @@ int RegisteredCode(const v1::SessionResponse& response) {
                                    : grpc::StatusCode::INTERNAL;
 }
 
+int QueryCode(const AnswerReceipt& receipt) {
+  return receipt.kind == AnswerReceipt::Kind::kQuery
+             ? receipt.code
+             : grpc::StatusCode::INTERNAL;
+}
+
+int QueryCode(const v1::SessionResponse& response) {
+  return response.has_query() ? response.query().status().code()
+                              : grpc::StatusCode::INTERNAL;
+}
+
 // Moves each character's state from `response` into `next` (spring state in
 // unary calls travels through the client).
 void CarryState(v1::SolveResponse& response, v1::SolveRequest& next) {

@@ -110,6 +110,9 @@ int FrameCode(const AnswerReceipt& receipt, int64_t* ok_characters);
 const char* FrameForm(const Workload& w);
 int RegisteredCode(const AnswerReceipt& receipt);
 int RegisteredCode(const v1::SessionResponse& response);
+// A hit query's status code; INTERNAL for an answer that is not a query's.
+int QueryCode(const AnswerReceipt& receipt);
+int QueryCode(const v1::SessionResponse& response);
 // Moves each character's state from `response` into `next` (spring state in
 // unary calls travels through the client).
 void CarryState(v1::SolveResponse& response, v1::SolveRequest& next);

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "clients/load/frame_encoder.h"
 #include "server/wire/wire_convert.h"
 #include "solver_core/model/local_to_model.h"
 #include "solver_core/model/pose.h"
@@ -229,6 +230,227 @@ class Builder {
   std::vector<Limb> limbs_;
 };
 
+// The skeleton and clip as every mix registers them (the clip named
+// "walk").
+struct WireAssets {
+  v1::Skeleton skeleton;
+  v1::Clip clip;
+};
+
+WireAssets ToWire(const Skeleton& skeleton, const Clip& clip) {
+  WireAssets wire;
+  server::SkeletonToProto(skeleton, &wire.skeleton);
+  server::ClipToProto(clip, &wire.clip);
+  wire.clip.set_name("walk");
+  return wire;
+}
+
+// The Session registrations: the skeleton "rig", the clip "walk", then
+// `before_rig` (the referee's hitboxes), the rig "load" of `rig_ops`, and
+// characters c0, c1, ... on it.
+void AddRegistrations(
+    const WireAssets& wire, const std::vector<v1::SessionRequest>& before_rig,
+    const google::protobuf::RepeatedPtrField<v1::Operation>& rig_ops,
+    int characters, Workload& w) {
+  v1::SessionRequest r;
+  r.mutable_register_skeleton()->set_id("rig");
+  *r.mutable_register_skeleton()->mutable_skeleton() = wire.skeleton;
+  w.registrations.push_back(r);
+  r.Clear();
+  r.mutable_register_clip()->set_id("walk");
+  r.mutable_register_clip()->set_skeleton_id("rig");
+  *r.mutable_register_clip()->mutable_clip() = wire.clip;
+  w.registrations.push_back(r);
+  for (const v1::SessionRequest& extra : before_rig) {
+    w.registrations.push_back(extra);
+  }
+  r.Clear();
+  r.mutable_register_rig()->set_id("load");
+  r.mutable_register_rig()->set_skeleton_id("rig");
+  *r.mutable_register_rig()->mutable_ops() = rig_ops;
+  w.registrations.push_back(r);
+  for (int c = 0; c < characters; ++c) {
+    r.Clear();
+    r.mutable_register_character()->set_id(absl::StrCat("c", c));
+    r.mutable_register_character()->set_rig_id("load");
+    w.registrations.push_back(r);
+  }
+}
+
+// Appends `solve` (skeletons inline) and its copy with the skeletons by
+// content hash.
+void AddSolve(v1::SolveRequest solve, Workload& w) {
+  v1::SolveRequest by_hash = solve;
+  for (v1::CharacterInput& ci : *by_hash.mutable_characters()) {
+    ci.mutable_skeleton()->set_hash(w.skeleton_hash);
+  }
+  w.solve_inline.push_back(std::move(solve));
+  w.solve_by_hash.push_back(std::move(by_hash));
+}
+
+// referee: what a game server's referee sends each tick. Every character
+// comes with its claimed pose (the clip sampled at its own time), which the
+// rig checks for plausibility, then re-solves from its input (the clip
+// time) and validates against the claim; then a hit query fires rays at
+// the characters as they were rewind_seconds before, the shooters' view.
+// Characters stand on a square grid, each ray aimed at one character's
+// hips from in front.
+class RefereeBuilder {
+ public:
+  RefereeBuilder(const Skeleton& skeleton, const Clip& clip,
+                 const Builder& builder, const WorkloadOptions& options)
+      : builder_(builder), options_(options) {
+    // Sizes from the rig: the rest pose's reach from its root.
+    const ModelPose rest = builder.Model(
+        LocalPose(skeleton.rest_pose().begin(), skeleton.rest_pose().end()));
+    for (const Transform& t : rest) {
+      reach_ = std::max(reach_, (t.translation - rest[0].translation).norm());
+    }
+    spacing_ = 3.0f * std::max(reach_, 1e-3f);
+    side_ = static_cast<int>(
+        std::ceil(std::sqrt(static_cast<float>(options.characters))));
+    // Enough variants for the clip to play through at the tick rate, so
+    // a character's consecutive frames are consecutive motion.
+    variants_ =
+        std::max(options.variants,
+                 static_cast<int>(std::ceil(clip.duration / options.dt)));
+    lag_frames_ = static_cast<int>(
+        std::lround(options.rewind_seconds / static_cast<double>(options.dt)));
+  }
+
+  int variants() const { return variants_; }
+
+  float Time(int character, int variant) const {
+    return builder_.Wrap(0.0137f * static_cast<float>(character) +
+                         options_.dt * static_cast<float>(variant));
+  }
+
+  Eigen::Vector3f Placement(int character) const {
+    return Eigen::Vector3f(static_cast<float>(character % side_) * spacing_,
+                           0.0f,
+                           static_cast<float>(character / side_) * spacing_);
+  }
+
+  // Plausibility of the claim, the re-solve, the comparison.
+  void Ops(const LocalPose& claimed, float t,
+           google::protobuf::RepeatedPtrField<v1::Operation>* ops) const {
+    ops->Add()->mutable_plausibility();
+    v1::ClipSample* sample =
+        ops->Add()->mutable_sample_clip()->mutable_sample();
+    sample->set_clip("walk");
+    sample->set_time(t);
+    server::PoseToProto(claimed,
+                        ops->Add()->mutable_validate()->mutable_claimed());
+  }
+
+  v1::RegisterHitboxes Hitboxes() const {
+    v1::RegisterHitboxes set;
+    set.set_id("body");
+    set.set_skeleton_id("rig");
+    for (const char* joint : {"LeftHip", "LeftKnee", "LeftAnkle", "RightHip",
+                              "RightKnee", "RightAnkle", "lowerback", "Chest",
+                              "Neck", "LeftShoulder", "LeftElbow", "LeftWrist",
+                              "RightShoulder", "RightElbow", "RightWrist"}) {
+      v1::Hitbox* h = set.add_hitboxes();
+      h->set_joint(joint);
+      h->set_shape(v1::HITBOX_SHAPE_CAPSULE);
+      h->set_radius(0.08f * reach_);
+      h->set_half_height(0.12f * reach_);
+    }
+    return set;
+  }
+
+  // The query after frame `variant` (its time is set per send).
+  v1::SessionRequest Query(int variant) const {
+    v1::SessionRequest request;
+    v1::HitQuery* query = request.mutable_query();
+    for (int c = 0; c < options_.characters; ++c) {
+      v1::HitTarget* target = query->add_targets();
+      target->set_character_id(absl::StrCat("c", c));
+      target->set_hitbox_set("body");
+    }
+    const int past =
+        ((variant - lag_frames_) % variants_ + variants_) % variants_;
+    for (int k = 0; k < options_.rays_per_query; ++k) {
+      const int c = (7 * k + variant) % options_.characters;
+      const Eigen::Vector3f hips =
+          Placement(c) +
+          builder_.Model(builder_.Sample(Time(c, past)))[0].translation;
+      v1::Ray* ray = query->add_rays();
+      *ray->mutable_origin() =
+          ToVec3(hips - Eigen::Vector3f(0.0f, 0.0f, 0.5f * spacing_));
+      *ray->mutable_direction() = ToVec3(Eigen::Vector3f::UnitZ());
+      ray->set_max_distance(spacing_);
+    }
+    return request;
+  }
+
+ private:
+  const Builder& builder_;
+  const WorkloadOptions& options_;
+  float reach_ = 0.0f;
+  float spacing_ = 1.0f;
+  int side_ = 1;
+  int variants_ = 1;
+  int lag_frames_ = 0;
+};
+
+absl::StatusOr<Workload> BuildRefereeWorkload(const ImportedAsset& asset,
+                                              const Clip& clip,
+                                              const WorkloadOptions& options) {
+  if (options.rays_per_query < 0 || !(options.rewind_seconds >= 0.0) ||
+      !(options.dt > 0.0f)) {
+    return absl::InvalidArgumentError(
+        "--op_mix=referee: --rays must be >= 0, --rewind_ms >= 0 and the "
+        "tick positive");
+  }
+  const Builder builder(asset, clip);
+  const RefereeBuilder referee(asset.skeleton, clip, builder, options);
+  Workload w;
+  w.required_ops = {"plausibility", "sample_clip", "validate"};
+  w.joints = asset.skeleton.num_joints();
+  w.skeleton_hash = server::SkeletonHash(asset.skeleton);
+  w.seconds_per_frame = options.dt;
+  w.rewind_seconds = options.rewind_seconds;
+
+  const WireAssets wire = ToWire(asset.skeleton, clip);
+  v1::SessionRequest hitboxes;
+  *hitboxes.mutable_register_hitboxes() = referee.Hitboxes();
+  v1::RegisterRig rig;
+  referee.Ops(builder.Sample(0.0f), 0.0f, rig.mutable_ops());
+  AddRegistrations(wire, {hitboxes}, rig.ops(), options.characters, w);
+
+  for (int v = 0; v < referee.variants(); ++v) {
+    v1::SessionRequest frame;
+    frame.mutable_frame()->set_dt(options.dt);
+    v1::SolveRequest solve;
+    solve.set_dt(options.dt);
+    *solve.add_clips() = wire.clip;
+    for (int c = 0; c < options.characters; ++c) {
+      const float t = referee.Time(c, v);
+      const LocalPose claimed = builder.Sample(t);
+      Transform root;
+      root.translation = referee.Placement(c);
+      v1::CharacterFrame* cf = frame.mutable_frame()->add_characters();
+      cf->set_character_id(absl::StrCat("c", c));
+      server::PoseToProto(claimed, cf->mutable_pose());
+      server::TransformToProto(root, cf->mutable_root());
+      referee.Ops(claimed, t, cf->mutable_ops());
+
+      v1::CharacterInput* ci = solve.add_characters();
+      ci->set_id(absl::StrCat("c", c));
+      *ci->mutable_skeleton()->mutable_skeleton() = wire.skeleton;
+      *ci->mutable_pose() = cf->pose();
+      *ci->mutable_root() = cf->root();
+      *ci->mutable_ops() = cf->ops();
+    }
+    w.frames.push_back(std::move(frame));
+    w.queries.push_back(referee.Query(v));
+    AddSolve(std::move(solve), w);
+  }
+  return w;
+}
+
 }  // namespace
 
 absl::StatusOr<Workload> BuildWorkload(const ImportedAsset& asset,
@@ -243,10 +465,10 @@ absl::StatusOr<Workload> BuildWorkload(const ImportedAsset& asset,
     w.required_ops = {"blend"};
   } else if (mix == "fullbody") {
     w.required_ops = {"sample_clip", "full_body_biped_ik"};
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--op_mix: unknown mix '", mix,
-                     "' (expected fk_ik, spring, blend3 or fullbody)"));
+  } else if (mix != "referee") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--op_mix: unknown mix '", mix,
+        "' (expected fk_ik, spring, blend3, fullbody or referee)"));
   }
   if (asset.clips.empty()) {
     return absl::InvalidArgumentError(
@@ -256,6 +478,7 @@ absl::StatusOr<Workload> BuildWorkload(const ImportedAsset& asset,
     return absl::InvalidArgumentError("--characters must be >= 1");
   }
   const Clip clip = TrimClip(asset.clips[0], options.clip_seconds);
+  if (mix == "referee") return BuildRefereeWorkload(asset, clip, options);
   Builder builder(asset, clip);
   if (mix == "fk_ik" || mix == "fullbody") {
     // Arms then legs: the full-body mix maps them to hand and foot effectors
@@ -272,35 +495,10 @@ absl::StatusOr<Workload> BuildWorkload(const ImportedAsset& asset,
   w.joints = asset.skeleton.num_joints();
   w.skeleton_hash = server::SkeletonHash(asset.skeleton);
 
-  v1::Skeleton skeleton_proto;
-  server::SkeletonToProto(asset.skeleton, &skeleton_proto);
-  v1::Clip clip_proto;
-  server::ClipToProto(clip, &clip_proto);
-  clip_proto.set_name("walk");
-
-  // Session registrations.
-  {
-    v1::SessionRequest r;
-    r.mutable_register_skeleton()->set_id("rig");
-    *r.mutable_register_skeleton()->mutable_skeleton() = skeleton_proto;
-    w.registrations.push_back(r);
-    r.Clear();
-    r.mutable_register_clip()->set_id("walk");
-    r.mutable_register_clip()->set_skeleton_id("rig");
-    *r.mutable_register_clip()->mutable_clip() = clip_proto;
-    w.registrations.push_back(r);
-    r.Clear();
-    r.mutable_register_rig()->set_id("load");
-    r.mutable_register_rig()->set_skeleton_id("rig");
-    builder.Ops(mix, 0.0f, r.mutable_register_rig()->mutable_ops());
-    w.registrations.push_back(r);
-    for (int c = 0; c < options.characters; ++c) {
-      r.Clear();
-      r.mutable_register_character()->set_id(absl::StrCat("c", c));
-      r.mutable_register_character()->set_rig_id("load");
-      w.registrations.push_back(r);
-    }
-  }
+  const WireAssets wire = ToWire(asset.skeleton, clip);
+  v1::RegisterRig rig;
+  builder.Ops(mix, 0.0f, rig.mutable_ops());
+  AddRegistrations(wire, {}, rig.ops(), options.characters, w);
 
   w.frames_send_op_updates = options.op_updates && Builder::TakesUpdates(mix);
   // Message variants: every character at its own clip time.
@@ -309,7 +507,7 @@ absl::StatusOr<Workload> BuildWorkload(const ImportedAsset& asset,
     frame.mutable_frame()->set_dt(options.dt);
     v1::SolveRequest solve;
     solve.set_dt(options.dt);
-    *solve.add_clips() = clip_proto;
+    *solve.add_clips() = wire.clip;
     for (int c = 0; c < options.characters; ++c) {
       const float t = builder.Wrap(
           0.0137f * static_cast<float>(v * options.characters + c));
@@ -326,19 +524,19 @@ absl::StatusOr<Workload> BuildWorkload(const ImportedAsset& asset,
 
       v1::CharacterInput* ci = solve.add_characters();
       ci->set_id(absl::StrCat("c", c));
-      *ci->mutable_skeleton()->mutable_skeleton() = skeleton_proto;
+      *ci->mutable_skeleton()->mutable_skeleton() = wire.skeleton;
       ci->set_want_model_pose(true);
       *ci->mutable_ops() = full.ops();
     }
     w.frames.push_back(std::move(frame));
-    v1::SolveRequest by_hash = solve;
-    for (v1::CharacterInput& ci : *by_hash.mutable_characters()) {
-      ci.mutable_skeleton()->set_hash(w.skeleton_hash);
-    }
-    w.solve_inline.push_back(std::move(solve));
-    w.solve_by_hash.push_back(std::move(by_hash));
+    AddSolve(std::move(solve), w);
   }
   return w;
+}
+
+double Workload::QueryTime(uint64_t sequence) const {
+  return std::max(TickTime(sequence, seconds_per_frame) - rewind_seconds,
+                  TickTime(1, seconds_per_frame));
 }
 
 }  // namespace posewire::load

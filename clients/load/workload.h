@@ -14,7 +14,7 @@
 namespace posewire::load {
 
 struct WorkloadOptions {
-  // "fk_ik", "spring", "blend3" or "fullbody".
+  // "fk_ik", "spring", "blend3", "fullbody" or "referee".
   std::string op_mix = "fk_ik";
   int characters = 1;
   // Distinct message variants (different clip times and IK targets) that the
@@ -28,8 +28,13 @@ struct WorkloadOptions {
   // op_updates: the clip time, IK targets and bend goals) rather than the
   // whole pipeline again, where the mix allows (fk_ik, spring).
   bool op_updates = true;
-  // Seconds per frame for stateful operations (spring bones).
+  // Seconds per frame for stateful operations (spring bones), and the
+  // referee's tick.
   float dt = 1.0f / 60.0f;
+  // referee: the rays of each tick's hit query, and how far in the past
+  // it looks (the shooter's view time).
+  int rays_per_query = 32;
+  double rewind_seconds = 0.1;
 };
 
 struct Workload {
@@ -46,6 +51,19 @@ struct Workload {
   int joints = 0;
   // Whether the session frames carry op updates (else whole ops).
   bool frames_send_op_updates = false;
+
+  // referee: a tick is a frame and then a hit query on the same stream.
+  // Frames carry the game's time (FrameEncoder, TickTime(sequence,
+  // seconds_per_frame)) so the session keeps each character's poses;
+  // queries[v] follows frames[v] and asks at QueryTime(sequence). Empty
+  // for the other mixes, whose frames are untimed and tick alone.
+  std::vector<v1::SessionRequest> queries;
+  double seconds_per_frame = 0.0;
+  double rewind_seconds = 0.0;
+
+  // The time the query after frame `sequence` asks for: rewind_seconds
+  // before the frame, never before the first frame.
+  double QueryTime(uint64_t sequence) const;
 };
 
 // Builds the workload for `asset` (its first clip). Fails with

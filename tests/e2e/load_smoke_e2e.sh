@@ -99,6 +99,16 @@ check_json "$work/fullbody.json"
 grep -q "\"generator_cpus\": \"$last_cpu\"" "$work/fullbody.json" \
   || fail "--cpus=$last_cpu: not in the JSON report"
 
+# The referee: timed frames of claimed poses, each tick followed by a hit
+# query on the same stream; every tick answered OK by the service, the
+# echo (which answers frames and queries in turn) and in process.
+"$load_bin" --server="$addr" --mode=stream --streams=2 --characters=4 \
+  --op_mix=referee --rays=8 --rate=60 --duration=1 \
+  --skeleton="$data_dir/cmu_131_01_walk.bvh" \
+  --json="$work/referee.json" >"$work/referee.log" 2>&1 \
+  || { cat "$work/referee.log"; fail "posewire-load referee mix failed"; }
+check_json "$work/referee.json"
+
 # A CPU the process cannot use is refused up front, naming it.
 if "$load_bin" --server="$addr" --cpus=1023 --duration=1 \
      >"$work/cpus.log" 2>&1; then

@@ -1,8 +1,10 @@
 // posewire-load's own code: FrameEncoder's bytes for a frame and a sequence
 // number must parse to exactly that frame with that sequence (the load
-// generator's real workloads, sequence numbers of every varint length); the
-// workload's op-update frames must solve exactly as its whole-ops frames;
-// AnswerReceipt must read real answers' statuses as a full parse does.
+// generator's real workloads, sequence numbers of every varint length, and
+// the tick time of timed frames); the workload's op-update frames must
+// solve exactly as its whole-ops frames; the referee's ticks must be
+// answered OK with hits; AnswerReceipt must read real answers' statuses as
+// a full parse does.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,8 +12,10 @@
 #include <limits>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "clients/load/answer_receipt.h"
 #include "clients/load/frame_encoder.h"
+#include "clients/load/phase.h"
 #include "clients/load/workload.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -44,6 +48,27 @@ TEST(FrameEncoder, BytesParseToTheFrameWithThatSequence) {
             << "sequence " << sequence;
       }
     }
+  }
+}
+
+TEST(FrameEncoder, TimedFramesCarryTheirTickTime) {
+  auto workload = BuildWorkload(
+      server::Walk(), WorkloadOptions{.op_mix = "referee", .characters = 2});
+  ASSERT_TRUE(workload.ok()) << workload.status();
+  ASSERT_GT(workload->seconds_per_frame, 0.0);
+  const FrameEncoder encoder(workload->frames[0], workload->seconds_per_frame);
+  std::string bytes;
+  for (uint64_t sequence : {uint64_t{1}, uint64_t{200}, uint64_t{1} << 40}) {
+    encoder.Encode(sequence, &bytes);
+    v1::SessionRequest parsed;
+    ASSERT_TRUE(parsed.ParseFromString(bytes));
+    v1::SessionRequest expected = workload->frames[0];
+    expected.mutable_frame()->set_sequence(sequence);
+    expected.mutable_frame()->set_time(
+        TickTime(sequence, workload->seconds_per_frame));
+    EXPECT_TRUE(
+        google::protobuf::util::MessageDifferencer::Equals(parsed, expected))
+        << "sequence " << sequence;
   }
 }
 
@@ -97,6 +122,70 @@ TEST(Workload, OpUpdateFramesSolveExactlyAsWholeOpsFrames) {
   }
 }
 
+// The referee's ticks as posewire-load sends them (timed frames, each
+// followed by its hit query) through an in-process Session: every frame
+// and query is answered OK, the honest claims validate, and the rays hit
+// the characters they aim at.
+TEST(Workload, RefereeTicksValidateAndTheirRaysHit) {
+  WorkloadOptions options{.op_mix = "referee", .characters = 9};
+  options.rays_per_query = 6;
+  auto w = BuildWorkload(server::Walk(), options);
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_EQ(w->queries.size(), w->frames.size());
+  // Enough variants to play the clip through at the tick.
+  EXPECT_GE(w->frames.size() * w->seconds_per_frame, 0.5 - 1e-6);
+
+  const server::ServerConfig config;
+  server::Session session(config);
+  for (const v1::SessionRequest& r : w->registrations) {
+    v1::SessionResponse response;
+    session.Handle(r, &response);
+    ASSERT_EQ(response.registered().status().code(), 0)
+        << response.registered().status().message();
+  }
+  int hits = 0, rays = 0, plausible = 0, checked = 0;
+  const uint64_t ticks = 2 * w->frames.size();
+  for (uint64_t sequence = 1; sequence <= ticks; ++sequence) {
+    const size_t v = (sequence - 1) % w->frames.size();
+    v1::SessionRequest frame = w->frames[v];
+    frame.mutable_frame()->set_sequence(sequence);
+    frame.mutable_frame()->set_time(TickTime(sequence, w->seconds_per_frame));
+    v1::SessionResponse answer;
+    session.Handle(frame, &answer);
+    int64_t ok_characters = 0;
+    ASSERT_EQ(FrameCode(answer, &ok_characters), 0)
+        << answer.frame().status().message();
+    ASSERT_EQ(ok_characters, 9);
+    for (const v1::CharacterResult& c : answer.frame().characters()) {
+      ASSERT_EQ(c.ops_size(), 3);
+      // The claim is the clip at the character's time, re-solved the same.
+      EXPECT_TRUE(c.ops(2).validation().valid()) << c.character_id();
+      plausible += c.ops(0).plausibility().plausible();
+      ++checked;
+    }
+    v1::SessionRequest query = w->queries[v];
+    query.mutable_query()->set_time(w->QueryTime(sequence));
+    session.Handle(query, &answer);
+    ASSERT_EQ(QueryCode(answer), 0) << answer.query().status().message();
+    ASSERT_EQ(answer.query().rays_size(), 6);
+    for (int k = 0; k < 6; ++k) {
+      const v1::RayHit& hit = answer.query().rays(k);
+      ++rays;
+      if (!hit.hit()) continue;
+      ++hits;
+      EXPECT_EQ(hit.character_id(),
+                absl::StrCat("c", (7 * k + static_cast<int>(v)) % 9));
+    }
+  }
+  // Aimed at the hips as they were: nearly every ray hits, and hits the
+  // character it aims at. The clip loops, so a character's pose jumps back
+  // once per loop, which plausibility flags; every other frame passes.
+  EXPECT_GE(hits, rays * 9 / 10) << hits << " of " << rays;
+  EXPECT_GE(plausible, checked * 9 / 10) << plausible << " of " << checked;
+  // Queries before the first frame's time + rewind ask at the first frame.
+  EXPECT_EQ(w->QueryTime(1), TickTime(1, w->seconds_per_frame));
+}
+
 AnswerReceipt Receipt(const v1::SessionResponse& response, bool* read) {
   const std::string bytes = response.SerializeAsString();
   google::protobuf::io::ArrayInputStream in(bytes.data(),
@@ -138,6 +227,19 @@ TEST(AnswerReceipt, ReadsStatusesAndPosesAsAFullParseDoes) {
   ASSERT_TRUE(read);
   EXPECT_EQ(r.ok_characters, 1);
   EXPECT_EQ(r.character_code, grpc::StatusCode::NOT_FOUND);
+
+  // A hit query's answer: its status, nothing else.
+  v1::SessionResponse query_answer;
+  query_answer.mutable_query()->mutable_status()->set_code(
+      grpc::StatusCode::OUT_OF_RANGE);
+  query_answer.mutable_query()->add_rays()->set_hit(true);
+  r = Receipt(query_answer, &read);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(r.kind, AnswerReceipt::Kind::kQuery);
+  EXPECT_EQ(r.code, grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_EQ(QueryCode(r), grpc::StatusCode::OUT_OF_RANGE);
+  // A frame's answer is not a query's.
+  EXPECT_EQ(QueryCode(Receipt(answer, &read)), grpc::StatusCode::INTERNAL);
   frame->mutable_characters(1)->clear_status();
   r = Receipt(answer, &read);
   EXPECT_EQ(r.ok_characters, 1);

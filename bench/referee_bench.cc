@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench/bench_data.h"
+#include "bench/referee_scene.h"
 #include "solver_core/model/local_to_model.h"
 #include "solver_core/pose_ops/sampling_job.h"
 #include "solver_core/referee/hitboxes.h"
@@ -25,19 +26,6 @@
 
 namespace posewire {
 namespace {
-
-struct Ray {
-  Eigen::Vector3f origin;
-  Eigen::Vector3f direction;
-};
-
-struct RefereeScene {
-  const Skeleton* skeleton = nullptr;
-  std::vector<Transform> model;       // frame 100
-  std::vector<Transform> model_next;  // frame 101
-  std::vector<Hitbox> hitboxes;
-  std::vector<Ray> rays;
-};
 
 std::vector<Transform> ModelAt(const ImportedAsset& walk, float time) {
   std::vector<Transform> local(walk.skeleton.num_joints());
@@ -57,6 +45,74 @@ std::vector<Transform> ModelAt(const ImportedAsset& walk, float time) {
   }
   return model;
 }
+
+void BM_RayCast(benchmark::State& state) {
+  const bench::RefereeScene& s = bench::Scene();
+  RayHit hit;
+  RayCastJob job{.skeleton = s.skeleton,
+                 .hitboxes = s.hitboxes,
+                 .model_pose = s.model,
+                 .hit = &hit};
+  if (absl::Status status = job.Run(); !status.ok()) {
+    state.SkipWithError(std::string(status.message()).c_str());
+    return;
+  }
+  size_t i = 0;
+  int64_t hits = 0;
+  for (auto _ : state) {
+    job.origin = s.rays[i].origin;
+    job.direction = s.rays[i].direction;
+    benchmark::DoNotOptimize(job.Run().ok());
+    hits += hit.hitbox >= 0;
+    i = (i + 1) % s.rays.size();
+  }
+  state.counters["hit_fraction"] =
+      static_cast<double>(hits) / static_cast<double>(state.iterations());
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RayCast);
+
+// Per ray of a HitQuery: hitboxes placed once (not timed), then each ray.
+void BM_RayCastPlaced(benchmark::State& state) {
+  const bench::RefereeScene& s = bench::Scene();
+  std::vector<PlacedHitbox> placed(s.hitboxes.size());
+  PlaceHitboxes(s.hitboxes, s.model, absl::MakeSpan(placed));
+  size_t i = 0;
+  int64_t hits = 0;
+  const float inf = std::numeric_limits<float>::infinity();
+  for (auto _ : state) {
+    const RayHit hit = FirstRayHit(s.hitboxes, placed, s.rays[i].origin,
+                                   s.rays[i].direction, inf);
+    benchmark::DoNotOptimize(hit);
+    hits += hit.hitbox >= 0;
+    i = (i + 1) % s.rays.size();
+  }
+  state.counters["hit_fraction"] =
+      static_cast<double>(hits) / static_cast<double>(state.iterations());
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RayCastPlaced);
+
+// One character's rewind between two recorded model poses.
+void BM_Rewind(benchmark::State& state) {
+  const bench::RefereeScene& s = bench::Scene();
+  std::vector<Transform> out(s.model.size());
+  const InterpolatePosesJob job{
+      .before = s.model,
+      .after = s.model_next,
+      .alpha = RewindAlpha(10.0, 10.0 + 1.0 / 60.0, 10.0 + 0.37 / 60.0),
+      .output = absl::MakeSpan(out)};
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(job.Run().ok());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Rewind);
+
+}  // namespace
+
+namespace bench {
 
 const RefereeScene& Scene() {
   static const RefereeScene* scene = [] {
@@ -120,69 +176,5 @@ const RefereeScene& Scene() {
   return *scene;
 }
 
-void BM_RayCast(benchmark::State& state) {
-  const RefereeScene& s = Scene();
-  RayHit hit;
-  RayCastJob job{.skeleton = s.skeleton,
-                 .hitboxes = s.hitboxes,
-                 .model_pose = s.model,
-                 .hit = &hit};
-  if (absl::Status status = job.Run(); !status.ok()) {
-    state.SkipWithError(std::string(status.message()).c_str());
-    return;
-  }
-  size_t i = 0;
-  int64_t hits = 0;
-  for (auto _ : state) {
-    job.origin = s.rays[i].origin;
-    job.direction = s.rays[i].direction;
-    benchmark::DoNotOptimize(job.Run().ok());
-    hits += hit.hitbox >= 0;
-    i = (i + 1) % s.rays.size();
-  }
-  state.counters["hit_fraction"] =
-      static_cast<double>(hits) / static_cast<double>(state.iterations());
-  state.SetItemsProcessed(state.iterations());
-}
-BENCHMARK(BM_RayCast);
-
-// Per ray of a HitQuery: hitboxes placed once (not timed), then each ray.
-void BM_RayCastPlaced(benchmark::State& state) {
-  const RefereeScene& s = Scene();
-  std::vector<PlacedHitbox> placed(s.hitboxes.size());
-  PlaceHitboxes(s.hitboxes, s.model, absl::MakeSpan(placed));
-  size_t i = 0;
-  int64_t hits = 0;
-  const float inf = std::numeric_limits<float>::infinity();
-  for (auto _ : state) {
-    const RayHit hit = FirstRayHit(s.hitboxes, placed, s.rays[i].origin,
-                                   s.rays[i].direction, inf);
-    benchmark::DoNotOptimize(hit);
-    hits += hit.hitbox >= 0;
-    i = (i + 1) % s.rays.size();
-  }
-  state.counters["hit_fraction"] =
-      static_cast<double>(hits) / static_cast<double>(state.iterations());
-  state.SetItemsProcessed(state.iterations());
-}
-BENCHMARK(BM_RayCastPlaced);
-
-// One character's rewind between two recorded model poses.
-void BM_Rewind(benchmark::State& state) {
-  const RefereeScene& s = Scene();
-  std::vector<Transform> out(s.model.size());
-  const InterpolatePosesJob job{
-      .before = s.model,
-      .after = s.model_next,
-      .alpha = RewindAlpha(10.0, 10.0 + 1.0 / 60.0, 10.0 + 0.37 / 60.0),
-      .output = absl::MakeSpan(out)};
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(job.Run().ok());
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(state.iterations());
-}
-BENCHMARK(BM_Rewind);
-
-}  // namespace
+}  // namespace bench
 }  // namespace posewire

@@ -1,5 +1,6 @@
 #include "server/service/hit_query.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -96,15 +97,26 @@ absl::Status AnswerHitQuery(const v1::HitQuery& query,
             "point"));
       }
     }
+    target.bound = BoundHitboxes(target.hitboxes, target.placed);
   }
   for (const v1::Ray& ray : query.rays()) {
     const Eigen::Vector3f origin = Vec(ray.origin());
     const Eigen::Vector3f direction = Vec(ray.direction());
     const float max_distance = MaxDistance(ray);
     v1::RayHit* out = result->add_rays();
+    // Normalised as FirstRayHit does, for the characters' bounds.
+    const Eigen::Vector3f unit = direction / direction.norm();
     RayHit best;
     int best_target = -1;
     for (size_t t = 0; t < targets.size(); ++t) {
+      // A character entered no nearer than the nearest hit so far cannot
+      // take it (a tie stays with the earlier target).
+      if (RaySurelyMissesBound(targets[t].bound, origin, unit,
+                               best_target < 0
+                                   ? max_distance
+                                   : std::min(max_distance, best.distance))) {
+        continue;
+      }
       const RayHit hit = FirstRayHit(targets[t].hitboxes, targets[t].placed,
                                      origin, direction, max_distance);
       // Strictly nearer: a tie stays with the earlier target.

@@ -32,6 +32,7 @@ struct HitTargetPose {
   // Filled by AnswerHitQuery.
   ModelPose world;
   std::vector<PlacedHitbox> placed;
+  HitboxBound bound;
 };
 
 // Counts and the rays' and spheres' values, checked before any character is

@@ -195,10 +195,9 @@ float BoundingRadius(const Hitbox& h) {
 // ones (0.1% of its radius, plus 1e-5 of the distance to it), so it never
 // skips a hit the exact tests would keep: it saves work and never changes
 // an answer.
-bool SurelyMissed(const Eigen::Vector3f& o, const Eigen::Vector3f& d,
-                  const PlacedHitbox& p, const Hitbox& h, float limit) {
-  const Eigen::Vector3f m = o - p.center;
-  const float bound = BoundingRadius(h);
+bool BallSurelyMissed(const Eigen::Vector3f& o, const Eigen::Vector3f& d,
+                      const Eigen::Vector3f& center, float bound, float limit) {
+  const Eigen::Vector3f m = o - center;
   const float r = bound + (1e-3f * bound + 1e-5f * m.cwiseAbs().sum());
   const float r2 = r * r;
   if (m.squaredNorm() <= r2) return false;  // from inside or near: exact
@@ -207,6 +206,11 @@ bool SurelyMissed(const Eigen::Vector3f& o, const Eigen::Vector3f& d,
   const float across = (m - d * b).squaredNorm();
   if (across > r2) return true;                // passes beside it
   return -b - std::sqrt(r2 - across) > limit;  // enters beyond the limit
+}
+
+bool SurelyMissed(const Eigen::Vector3f& o, const Eigen::Vector3f& d,
+                  const PlacedHitbox& p, const Hitbox& h, float limit) {
+  return BallSurelyMissed(o, d, p.center, BoundingRadius(h), limit);
 }
 
 // The limit SurelyMissed skips beyond: a hitbox entered farther than the
@@ -270,6 +274,30 @@ RayHit FirstRayHit(absl::Span<const Hitbox> hitboxes,
                 best);
   }
   return best;
+}
+
+HitboxBound BoundHitboxes(absl::Span<const Hitbox> hitboxes,
+                          absl::Span<const PlacedHitbox> placed) {
+  HitboxBound bound;
+  if (hitboxes.empty()) return bound;
+  Eigen::Vector3f sum = Eigen::Vector3f::Zero();
+  for (const PlacedHitbox& p : placed) sum += p.center;
+  bound.center = sum / static_cast<float>(placed.size());
+  bound.radius = 0.0f;
+  for (size_t i = 0; i < hitboxes.size(); ++i) {
+    bound.radius =
+        std::max(bound.radius, (placed[i].center - bound.center).norm() +
+                                   BoundingRadius(hitboxes[i]));
+  }
+  return bound;
+}
+
+bool RaySurelyMissesBound(const HitboxBound& bound,
+                          const Eigen::Vector3f& origin,
+                          const Eigen::Vector3f& unit_direction, float limit) {
+  return bound.radius < 0.0f ||
+         BallSurelyMissed(origin, unit_direction, bound.center, bound.radius,
+                          limit);
 }
 
 void OverlapSphere(absl::Span<const Hitbox> hitboxes,

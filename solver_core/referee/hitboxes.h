@@ -129,6 +129,26 @@ RayHit FirstRayHit(absl::Span<const Hitbox> hitboxes,
                    const Eigen::Vector3f& origin,
                    const Eigen::Vector3f& direction, float max_distance);
 
+// A ball around every placed hitbox of one character: the bounding balls
+// of its hitboxes, all inside it (radius < 0: no hitbox). A query tests a
+// ray against it before the character's hitboxes, so most characters a
+// ray passes by cost one test.
+struct HitboxBound {
+  Eigen::Vector3f center = Eigen::Vector3f::Zero();
+  float radius = -1.0f;
+};
+HitboxBound BoundHitboxes(absl::Span<const Hitbox> hitboxes,
+                          absl::Span<const PlacedHitbox> placed);
+
+// Whether the ray from `origin` along `unit_direction` (normalised as
+// FirstRayHit does) surely misses `bound`, or enters it only beyond
+// `limit`. The test grows the ball by a margin far above its own rounding
+// and FirstRayHit's, so skipping a character it clears never changes an
+// answer: no hitbox of that character could be hit nearer than `limit`.
+bool RaySurelyMissesBound(const HitboxBound& bound,
+                          const Eigen::Vector3f& origin,
+                          const Eigen::Vector3f& unit_direction, float limit);
+
 // SphereOverlapJob::Run on placed hitboxes, without its checks: appends
 // the overlapped hitboxes' indices, ascending, to `overlapped`.
 void OverlapSphere(absl::Span<const Hitbox> hitboxes,

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -245,20 +246,29 @@ TEST(Hitboxes, RaysMatchTheReferenceForEachShape) {
 
 // 15 capsules on the CMU walk's limbs, spine and head, at a frame of the
 // walk: the nearest of many hitboxes, against the reference.
-TEST(Hitboxes, RaysAtTheWalkMatchTheReference) {
+// The CMU walk at 2 s with a capsule along each of 15 bones, from the
+// joint to its child.
+struct WalkScene {
+  ImportedAsset asset;
+  std::vector<Transform> model;
+  std::vector<Hitbox> boxes;
+};
+
+void MakeWalkScene(WalkScene* scene) {
   auto asset =
       ReadBvhFile(std::string(POSEWIRE_TEST_DATA_DIR) + "/cmu_131_01_walk.bvh");
   ASSERT_TRUE(asset.ok()) << asset.status();
-  const Skeleton& skeleton = asset->skeleton;
+  scene->asset = *std::move(asset);
+  const Skeleton& skeleton = scene->asset.skeleton;
   std::vector<Transform> local(skeleton.num_joints());
   const SamplingJob sample{.skeleton = &skeleton,
-                           .clip = &asset->clips[0],
+                           .clip = &scene->asset.clips[0],
                            .time = 2.0f,
                            .output = absl::MakeSpan(local)};
   ASSERT_TRUE(sample.Run().ok());
-  const std::vector<Transform> model = ModelPose(skeleton, local);
-  // A capsule along each bone, from the joint to its child.
-  std::vector<Hitbox> boxes;
+  scene->model = ModelPose(skeleton, local);
+  const std::vector<Transform>& model = scene->model;
+  std::vector<Hitbox>& boxes = scene->boxes;
   const std::pair<const char*, const char*> bones[] = {
       {"LeftHip", "LeftKnee"},
       {"LeftKnee", "LeftAnkle"},
@@ -297,9 +307,64 @@ TEST(Hitboxes, RaysAtTheWalkMatchTheReference) {
   }
   ASSERT_EQ(boxes.size(), 15u);
   ASSERT_TRUE(ValidateHitboxes(skeleton, boxes, "hitboxes").ok());
+}
+
+TEST(Hitboxes, RaysAtTheWalkMatchTheReference) {
+  WalkScene scene;
+  ASSERT_NO_FATAL_FAILURE(MakeWalkScene(&scene));
+  const Skeleton& skeleton = scene.asset.skeleton;
+  const std::vector<Transform>& model = scene.model;
+  const std::vector<Hitbox>& boxes = scene.boxes;
   const Vec aim = model[skeleton.FindJoint("Chest")].translation.cast<double>();
   const int hits = CompareRays(skeleton, model, boxes, aim, 20.0, 3000, 5);
   EXPECT_GT(hits, 500);
+}
+
+// A query skips a character whose bound a ray clears: that must never
+// lose a hit. Every hit of 20,000 rays (from all around, at and past the
+// body, many grazing) lies inside the bound at its distance, and the
+// bound clears the rays that pass well away.
+TEST(Hitboxes, TheCharacterBoundNeverHidesAHit) {
+  WalkScene scene;
+  ASSERT_NO_FATAL_FAILURE(MakeWalkScene(&scene));
+  std::vector<PlacedHitbox> placed(scene.boxes.size());
+  PlaceHitboxes(scene.boxes, scene.model, absl::MakeSpan(placed));
+  const HitboxBound bound = BoundHitboxes(scene.boxes, placed);
+  ASSERT_GT(bound.radius, 0.0f);
+  const float inf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(2026);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  int hits = 0, cleared = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const float ox = u(rng);
+    const float oy = u(rng);
+    const float oz = u(rng);
+    const float spread = 1.5f * (u(rng) + 1.0f);  // 0-3 bound radii off
+    const float tx = u(rng);
+    const float ty = u(rng);
+    const float tz = u(rng);
+    const Eigen::Vector3f origin =
+        bound.center +
+        Eigen::Vector3f(ox, oy, oz).normalized() * (2.0f * bound.radius);
+    const Eigen::Vector3f toward =
+        bound.center + Eigen::Vector3f(tx, ty, tz) * (spread * bound.radius);
+    const Eigen::Vector3f direction = toward - origin;
+    const Eigen::Vector3f unit = direction / direction.norm();
+    const RayHit hit = FirstRayHit(scene.boxes, placed, origin, direction, inf);
+    if (hit.hitbox >= 0) {
+      ++hits;
+      EXPECT_FALSE(RaySurelyMissesBound(bound, origin, unit, hit.distance))
+          << "ray " << i << " hits at " << hit.distance;
+      EXPECT_FALSE(RaySurelyMissesBound(bound, origin, unit, inf));
+    } else {
+      cleared += RaySurelyMissesBound(bound, origin, unit, inf);
+    }
+  }
+  EXPECT_GT(hits, 2000);
+  EXPECT_GT(cleared, 2000);
+  // No hitbox: nothing to hit, every ray cleared.
+  EXPECT_TRUE(RaySurelyMissesBound(BoundHitboxes({}, {}), bound.center,
+                                   Eigen::Vector3f::UnitX(), inf));
 }
 
 TEST(Hitboxes, OriginInsideHitsAtZeroFacingBack) {

@@ -173,6 +173,43 @@ std::vector<std::pair<std::string, std::string>> OpTexts(const Targets& t) {
                      offset { translation { y: 10 } } }
          colliders { shape: SHAPE_PLANE attachment: ATTACHMENT_WORLD }
          state_key: "arms" })"},
+      {"look_at_defaults", absl::StrCat(R"(look_at { head: "Head"
+         target )",
+                                        V(t.head), " }")},
+      {"look_at", absl::StrCat(R"(look_at {
+         spine: ["lowerback", "Chest", "Chest2", "Neck"] head: "Head"
+         target )",
+                               V(t.head), R"( character_forward { z: 1 }
+         weight: 0.8 body_weight: 0.4 head_weight: 0.9 clamp_weight: 0.3
+         clamp_weight_head: 0.6 clamp_smoothing: 1 max_turn_speed: 90
+         state_key: "gaze" })")},
+      {"ground_defaults", R"(ground { pelvis: "Hips"
+         legs { hip: "LeftHip" knee: "LeftKnee" ankle: "LeftAnkle" }
+         legs { hip: "RightHip" knee: "RightKnee" ankle: "RightAnkle" }
+         samples { hit: true point { y: 1 } }
+         samples { hit: true point { y: 0.5 } } })"},
+      {"ground", R"(ground { pelvis: "Hips"
+         legs { hip: "LeftHip" knee: "LeftKnee" ankle: "LeftAnkle"
+                toe: "LeftToe" }
+         legs { hip: "RightHip" knee: "RightKnee" ankle: "RightAnkle"
+                toe: "RightToe" }
+         heightfield { columns: 3 rows: 3 spacing: 20 origin_x: -20
+                       origin_z: -20
+                       heights: [0, 0.5, 1, 0.2, 1.5, 0.7, 0, 2, 1] }
+         max_step_height: 3 max_tilt: 0.4 weight: 0.9 pelvis_speed: 4
+         foot_speed: 6 state_key: "feet" })"},
+      {"plausibility_defaults", "plausibility { }"},
+      {"plausibility", R"(plausibility {
+         limits { joint: "LeftKnee" euler { order: EULER_ORDER_XYZ
+                  min { x: -0.2 y: -0.1 z: -0.1 } max { x: 2.4 y: 0.1 z: 0.1 } } }
+         limits { joint: "LeftShoulder" swing_twist { axis { x: 1 }
+                  max_swing: 1.2 min_twist: -0.5 max_twist: 0.5 } }
+         limits { joint: "RightKnee" hinge { axis { x: 1 } min_angle: -0.1
+                  max_angle: 2.4 } }
+         thresholds { range_tolerance: 0.05 max_angular_velocity: 20
+                      max_root_speed: 400 teleport_distance: 60 }
+         skip { joint: "Head" motion: true }
+         skip_extremities: true state_key: "referee" })"},
   };
 }
 

@@ -197,8 +197,10 @@ class StreamSender final
         encoded_.frames[sequence_ % encoded_.frames.size()];
     frame.Encode(++sequence_, &frame_bytes_);
     Sent(r_, phase_.live);
+    // Set before Send hands this sender to gRPC's threads, whose callback
+    // reads it.
+    tick_start_ = Clock::now();
     Send(frame_bytes_);
-    tick_start_ = start_;
   }
 
   void OnWriteDone(bool ok) override {
@@ -228,7 +230,6 @@ class StreamSender final
     grpc::Slice slice(bytes.data(), bytes.size());
     request_bytes_ = grpc::ByteBuffer(&slice, 1);
     response_bytes_.Clear();
-    start_ = Clock::now();
     posewire::HandOffToGrpc(this);
     StartRead(&response_bytes_);
     StartWrite(&request_bytes_);
@@ -308,8 +309,9 @@ class StreamSender final
   uint64_t sequence_ = 0;
   std::atomic<int> pending_{0};
   std::atomic<bool> broken_{false};
-  Clock::time_point start_, answered_;
-  // A referee tick: from its frame's send to its query's answer.
+  Clock::time_point answered_;
+  // A message's send, or a referee tick's (its frame's, until its query's
+  // answer).
   Clock::time_point tick_start_;
   bool querying_ = false;
   int64_t tick_characters_ = 0;

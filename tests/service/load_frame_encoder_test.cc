@@ -186,6 +186,19 @@ TEST(Workload, RefereeTicksValidateAndTheirRaysHit) {
   EXPECT_EQ(w->QueryTime(1), TickTime(1, w->seconds_per_frame));
 }
 
+TEST(Workload, RefereeRefusesNegativeRaysAndRewind) {
+  for (auto [rays, rewind] : {std::pair{-1, 0.1}, std::pair{32, -0.1}}) {
+    WorkloadOptions options{.op_mix = "referee", .characters = 2};
+    options.rays_per_query = rays;
+    options.rewind_seconds = rewind;
+    auto w = BuildWorkload(server::Walk(), options);
+    ASSERT_FALSE(w.ok());
+    EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(w.status().message()),
+                testing::HasSubstr("--op_mix=referee: --rays must be >= 0"));
+  }
+}
+
 AnswerReceipt Receipt(const v1::SessionResponse& response, bool* read) {
   const std::string bytes = response.SerializeAsString();
   google::protobuf::io::ArrayInputStream in(bytes.data(),

@@ -160,6 +160,11 @@ class ChainToTargetOp final : public PreparedOp {
     return RunIkJob(job, frame);
   }
 
+  // The job writes the chain's joints and copies the rest.
+  std::optional<std::vector<int>> JointsWritten() const override {
+    return std::vector<int>(arrays_.chain.begin(), arrays_.chain.end());
+  }
+
  private:
   Job job_;  // scalar parameters; spans set per frame
   ChainArrays arrays_;

@@ -14,8 +14,10 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/container/node_hash_map.h"
@@ -231,6 +233,14 @@ class PreparedOp {
     return absl::OkStatus();
   }
   virtual absl::Status Run(OpFrame& frame) const = 0;
+  // The joints Run may change, when they are fixed at compile time (an IK
+  // chain, a spring rig's bones), or nullopt when any joint may change (a
+  // clip sample, a blend). RunPlan then screens only these joints of the
+  // op's result for NaN and infinity: the rest is the op's input, which
+  // was screened before the op ran.
+  virtual std::optional<std::vector<int>> JointsWritten() const {
+    return std::nullopt;
+  }
 };
 
 using CompiledOp = absl::StatusOr<std::unique_ptr<const PreparedOp>>;

@@ -48,6 +48,7 @@ absl::StatusOr<std::shared_ptr<const Plan>> Plan::Compile(
     plan->cases_.push_back(op.op_case());
     plan->suffixes_.push_back(std::move(suffix));
     plan->screens_input_.push_back(spec->screens_input_pose);
+    plan->written_.push_back((*compiled)->JointsWritten());
     plan->ops_.push_back(*std::move(compiled));
   }
   return plan;
@@ -62,6 +63,15 @@ int FirstNonFiniteJoint(absl::Span<const Transform> pose) {
   if (PoseLooksValid(pose)) return -1;
   for (size_t j = 0; j < pose.size(); ++j) {
     if (!IsFinite(pose[j])) return static_cast<int>(j);
+  }
+  return -1;
+}
+
+int FirstNonFiniteJoint(absl::Span<const Transform> pose,
+                        const std::vector<int>* joints) {
+  if (joints == nullptr) return FirstNonFiniteJoint(pose);
+  for (const int j : *joints) {
+    if (!IsFinite(pose[j])) return j;
   }
   return -1;
 }
@@ -124,7 +134,8 @@ absl::Status RunPlan(
     const bool next_screens =
         i + 1 < plan.size() && plan.screens_input_pose(i + 1);
     if (!next_screens) {
-      if (const int bad = FirstNonFiniteJoint(pose); bad >= 0) {
+      if (const int bad = FirstNonFiniteJoint(pose, plan.joints_written(i));
+          bad >= 0) {
         return NotFinite(plan, frame, i, bad);
       }
     }

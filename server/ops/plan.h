@@ -3,6 +3,7 @@
 #define POSEWIRE_SERVER_OPS_PLAN_H_
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
@@ -37,11 +38,17 @@ class Plan {
   const std::string& field_suffix(int i) const { return suffixes_[i]; }
   // Whether op i's job refuses a non-finite input pose (OpSpec).
   bool screens_input_pose(int i) const { return screens_input_[i]; }
+  // The joints op i may change (PreparedOp::JointsWritten), or null when
+  // it may change any joint.
+  const std::vector<int>* joints_written(int i) const {
+    return written_[i] ? &*written_[i] : nullptr;
+  }
 
  private:
   std::vector<v1::Operation::OpCase> cases_;
   std::vector<std::string> suffixes_;
   std::vector<bool> screens_input_;
+  std::vector<std::optional<std::vector<int>>> written_;
   std::vector<std::unique_ptr<const PreparedOp>> ops_;
 };
 
@@ -88,6 +95,9 @@ absl::Status RunPlan(
 
 // Index of the first joint of `pose` with a NaN or infinite component, or -1.
 int FirstNonFiniteJoint(absl::Span<const Transform> pose);
+// The same over `joints` only, or over the whole pose when `joints` is null.
+int FirstNonFiniteJoint(absl::Span<const Transform> pose,
+                        const std::vector<int>* joints);
 
 }  // namespace posewire::server
 

@@ -304,6 +304,15 @@ class SpringBones final : public PreparedOp {
     return absl::OkStatus();
   }
 
+  // The simulated joints' rotations (dummy tips are no joint).
+  std::optional<std::vector<int>> JointsWritten() const override {
+    std::vector<int> joints;
+    for (const SpringParticle& p : rig_.particles()) {
+      if (p.joint >= 0) joints.push_back(p.joint);
+    }
+    return joints;
+  }
+
  private:
   std::string key_;
   SpringRig rig_;

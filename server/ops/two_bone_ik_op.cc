@@ -55,6 +55,12 @@ class TwoBoneIk final : public PreparedOp {
     return absl::OkStatus();
   }
 
+  // Rotations of the three joints, and with stretch the mid and end
+  // joints' translations.
+  std::optional<std::vector<int>> JointsWritten() const override {
+    return std::vector<int>{job_.start_joint, job_.mid_joint, job_.end_joint};
+  }
+
  private:
   TwoBoneIkJob job_;  // every parameter; pose spans set per frame
   CompiledTarget target_;

@@ -27,9 +27,18 @@ target_compile_options(posewire_core INTERFACE -ffp-contract=off
 set_target_properties(posewire_core PROPERTIES EXPORT_NAME core)
 set_target_properties(posewire_assets PROPERTIES EXPORT_NAME assets)
 set(posewire_installed_targets posewire_core posewire_assets)
+# The public headers, without the families' internal/ folders, plus the
+# one internal layer public inline code needs: the SIMD lanes that
+# transform.h, pose.h and quaternion_math.h compose with (as a library of
+# inline math installs its detail headers). Programs include the public
+# headers only; install_test.sh compiles them all against the prefix.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/solver_core/
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/solver_core
-        FILES_MATCHING PATTERN "*.h")
+        FILES_MATCHING PATTERN "*.h"
+        PATTERN "internal" EXCLUDE)
+install(FILES ${PROJECT_SOURCE_DIR}/solver_core/model/internal/simd_lanes.h
+              ${PROJECT_SOURCE_DIR}/solver_core/model/internal/simd_lanes_avx2.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/solver_core/model/internal)
 
 if(POSEWIRE_BUILD_SERVICE)
   # The C++ client with what its header needs: the generated messages

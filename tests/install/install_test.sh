@@ -22,6 +22,19 @@ for path in include/solver_core/analytic_ik/two_bone_ik.h \
   lib/pkgconfig/posewire-client.pc; do
   [[ -f $prefix/$path ]] || fail "$path was not installed"
 done
+# The installed core headers stand alone: one file that includes every one
+# compiles against the prefix (an include of a header left out fails), and
+# the only internal headers there are the SIMD lanes public inline code
+# composes with.
+internal=$(cd "$prefix/include" && find solver_core -path '*/internal/*' | sort)
+[[ $internal == "solver_core/model/internal/simd_lanes.h
+solver_core/model/internal/simd_lanes_avx2.h" ]] ||
+  fail "internal headers installed: $internal"
+(cd "$prefix/include" && find solver_core -name '*.h' -not -path '*/internal/*' |
+  sort | sed 's/.*/#include "&"/') >"$tmp/all_headers.cc"
+g++ -std=c++20 -fsyntax-only -Wall -Werror -I"$prefix/include" \
+  -isystem /usr/include/eigen3 "$tmp/all_headers.cc" ||
+  fail "the installed core headers do not compile on their own"
 leaks=$(grep -rlI -e "$src" -e "$build" "$prefix" || true)
 [[ -z $leaks ]] || fail "installed files name the source or build tree: $leaks"
 

@@ -1,6 +1,8 @@
 #include "clients/cpp/posewire_client.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/wire/wire_convert.h"
@@ -195,24 +197,21 @@ absl::StatusOr<v1::SolveResponse> Client::SolveWithSkeletonCache(
   return response;
 }
 
-absl::StatusOr<std::unique_ptr<Session>> Client::OpenSession() {
+absl::StatusOr<std::unique_ptr<Session>> Client::OpenSession(
+    const SessionOptions& session_options) {
   auto session = std::unique_ptr<Session>(new Session());
   session->channel_ = channel_;
   session->target_ = target_;
   session->options_ = options_;
-  session->context_ = std::make_unique<grpc::ClientContext>();
-  // No deadline: a session lasts as long as its user keeps it.
-  AddToken(*session->context_, options_);
-  session->stream_ = stub_->Session(session->context_.get());
-  if (session->stream_ == nullptr) {
-    return absl::UnavailableError("could not open a session stream");
-  }
+  session->session_options_ = session_options;
+  session->stub_ = v1::PoseWire::NewStub(channel_);
+  if (absl::Status s = session->OpenStream(); !s.ok()) return s;
   return session;
 }
 
 absl::StatusOr<std::unique_ptr<Session>> Client::ResumeSession(
-    const ResumePoint& point) {
-  auto session = OpenSession();
+    const ResumePoint& point, const SessionOptions& session_options) {
+  auto session = OpenSession(session_options);
   if (!session.ok()) return session.status();
   v1::SessionRequest request;
   request.mutable_resume()->set_snapshot(point.snapshot.data());
@@ -221,27 +220,205 @@ absl::StatusOr<std::unique_ptr<Session>> Client::ResumeSession(
     return s;
   }
   (*session)->latest_snapshot_ = point.snapshot;
+  (*session)->replay_log_.clear();
   return session;
 }
 
 Session::~Session() {
-  if (!closed_) {
+  if (!closed_ && !stream_ended_) {
     context_->TryCancel();
     stream_->Finish().ok();
   }
 }
 
+absl::Status Session::OpenStream() {
+  context_ = std::make_unique<grpc::ClientContext>();
+  // No deadline: a session lasts as long as its user keeps it.
+  AddToken(*context_, options_);
+  stream_ = stub_->Session(context_.get());
+  if (stream_ == nullptr) {
+    return absl::UnavailableError("could not open a session stream");
+  }
+  stream_ended_ = false;
+  handed_over_ = false;
+  return absl::OkStatus();
+}
+
+namespace {
+
+bool IsHandover(const v1::SessionResponse& response) {
+  return response.has_snapshot() && response.snapshot().handover();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::SessionResponse> Session::Exchange(
+    const v1::SessionRequest& request) {
+  if (stream_ended_) return end_status_;
+  v1::SessionResponse response;
+  // A failed write may still leave the hand-over to read.
+  const bool wrote = stream_->Write(request);
+  if (stream_->Read(&response)) {
+    if (!IsHandover(response)) {
+      if (wrote) return response;
+    } else {
+      handed_over_ = true;
+      // A refused one (a resume still waiting) leaves the previous.
+      if (response.snapshot().status().code() == 0) {
+        TakeSnapshot(std::move(*response.mutable_snapshot()));
+      }
+    }
+  }
+  stream_ended_ = true;
+  end_status_ = Finish();
+  if (end_status_.ok()) {
+    end_status_ = absl::UnavailableError("the session stream closed");
+  }
+  return end_status_;
+}
+
 absl::StatusOr<v1::SessionResponse> Session::Call(
     const v1::SessionRequest& request) {
   if (closed_) return absl::FailedPreconditionError("the session is closed");
-  v1::SessionResponse response;
-  if (!stream_->Write(request) || !stream_->Read(&response)) {
-    closed_ = true;
-    absl::Status status = Finish();
-    return status.ok() ? absl::UnavailableError("the session stream closed")
-                       : status;
+  // Each pass after the first follows a resume that succeeded and a
+  // stream that broke again at once; bounded, so a flapping server cannot
+  // hold the caller forever.
+  for (int pass = 0;; ++pass) {
+    if (pass > session_options_.max_attempts) return end_status_;
+    if (stream_ended_) {
+      if (!session_options_.auto_resume || !absl::IsUnavailable(end_status_)) {
+        return end_status_;
+      }
+      if (absl::Status s = Reconnect(end_status_); !s.ok()) {
+        end_status_ = s;
+        return s;
+      }
+    }
+    auto response = Exchange(request);
+    if (response.ok()) {
+      LogForReplay(request, *response);
+      return response;
+    }
+    if (!session_options_.auto_resume || !absl::IsUnavailable(end_status_)) {
+      return response.status();
+    }
   }
-  return response;
+}
+
+void Session::LogForReplay(const v1::SessionRequest& request,
+                           const v1::SessionResponse& response) {
+  if (!session_options_.auto_resume) return;
+  bool accepted = false;
+  switch (request.message_case()) {
+    case v1::SessionRequest::kRegisterSkeleton:
+    case v1::SessionRequest::kRegisterClip:
+    case v1::SessionRequest::kRegisterRig:
+    case v1::SessionRequest::kRegisterCharacter:
+    case v1::SessionRequest::kRegisterHitboxes:
+      accepted = response.registered().status().code() == 0;
+      break;
+    case v1::SessionRequest::kFrame:
+      // A refused frame (bad sequence, bad dt) changed nothing; one with
+      // per-character errors advanced the session.
+      accepted = response.frame().status().code() == 0;
+      break;
+    default:
+      break;
+  }
+  if (accepted) replay_log_.push_back(request);
+}
+
+void Session::TakeSnapshot(v1::SessionSnapshot snapshot) {
+  latest_snapshot_ = std::move(snapshot);
+  replay_log_.clear();
+}
+
+absl::Status Session::Reconnect(const absl::Status& cause) {
+  const absl::Time started = absl::Now();
+  const bool handover = handed_over_;
+  absl::Duration backoff = session_options_.first_backoff;
+  absl::Status last = cause;
+  for (int attempt = 1; attempt <= session_options_.max_attempts; ++attempt) {
+    if (attempt > 1) {
+      ++counters_.failed_attempts;
+      absl::SleepFor(backoff);
+      backoff = std::min(backoff * 2, session_options_.max_backoff);
+    }
+    if (!channel_->WaitForConnected(absl::ToChronoTime(
+            absl::Now() + session_options_.connect_timeout))) {
+      last = absl::UnavailableError(
+          absl::StrCat("no server answered within ",
+                       absl::FormatDuration(session_options_.connect_timeout)));
+      continue;
+    }
+    if (absl::Status s = OpenStream(); !s.ok()) {
+      last = s;
+      continue;
+    }
+    int replayed = 0;
+    const uint64_t resumed_from = latest_snapshot_.after_sequence();
+    last = ResumeOnNewStream(replayed);
+    if (last.ok()) {
+      ++counters_.resumes;
+      counters_.handovers += handover ? 1 : 0;
+      counters_.replayed += replayed;
+      if (session_options_.on_resume) {
+        session_options_.on_resume(ResumeEvent{.cause = cause,
+                                               .handover = handover,
+                                               .after_sequence = resumed_from,
+                                               .replayed = replayed,
+                                               .attempts = attempt,
+                                               .took = absl::Now() - started});
+      }
+      return absl::OkStatus();
+    }
+    // A refusal (a damaged snapshot, a registration that no longer
+    // matches) will not go away by retrying.
+    if (!absl::IsUnavailable(last)) break;
+  }
+  return absl::Status(last.code(),
+                      absl::StrCat("the session could not be resumed after its "
+                                   "stream ended (",
+                                   cause.message(), "): ", last.message()));
+}
+
+absl::Status Session::ResumeOnNewStream(int& replayed) {
+  if (!latest_snapshot_.data().empty()) {
+    v1::SessionRequest resume;
+    resume.mutable_resume()->set_snapshot(latest_snapshot_.data());
+    if (absl::Status s = Resume(resume, latest_resume_point().registrations);
+        !s.ok()) {
+      return s;
+    }
+  }
+  // What was answered since the snapshot, in order; the answers are known.
+  const std::vector<v1::SessionRequest> log = std::move(replay_log_);
+  replay_log_.clear();
+  for (size_t i = 0; i < log.size(); ++i) {
+    auto response = Exchange(log[i]);
+    if (!response.ok()) {
+      // Broken again: a hand-over covers what was replayed; the rest is
+      // still to replay.
+      replay_log_.insert(replay_log_.end(), log.begin() + i, log.end());
+      return response.status();
+    }
+    replay_log_.push_back(log[i]);
+    ++replayed;
+  }
+  // Periodic snapshots are per stream: ask again, which also takes one
+  // covering the replay.
+  const uint32_t every = snapshot_every_;
+  if (every > 0) {
+    v1::SessionRequest request;
+    request.mutable_snapshot()->set_every_frames(every);
+    auto response = Exchange(request);
+    if (!response.ok()) return response.status();
+    if (response->snapshot().status().code() == 0) {
+      TakeSnapshot(std::move(*response->mutable_snapshot()));
+    }
+    frames_since_snapshot_ = 0;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Session::Finish() {
@@ -297,7 +474,7 @@ void Session::Keep(const v1::SessionRequest& request) {
 absl::Status Session::Resume(
     const v1::SessionRequest& request,
     const std::vector<v1::SessionRequest>& registrations) {
-  auto response = Call(request);
+  auto response = Exchange(request);
   if (!response.ok()) return response.status();
   if (absl::Status s = FromWire(response->resume().status()); !s.ok()) {
     return s;
@@ -313,7 +490,11 @@ absl::Status Session::Resume(
           "resume: the server asks for ", missing.kind(), " '", missing.id(),
           "', which the resume point does not hold"));
     }
-    if (absl::Status s = Register(*it->second); !s.ok()) return s;
+    auto registered = Exchange(*it->second);
+    if (!registered.ok()) return registered.status();
+    if (absl::Status s = FromWire(registered->registered().status()); !s.ok()) {
+      return s;
+    }
   }
   return absl::OkStatus();
 }
@@ -328,7 +509,7 @@ absl::StatusOr<v1::SessionSnapshot> Session::Snapshot(uint32_t every_frames) {
   }
   snapshot_every_ = every_frames;
   frames_since_snapshot_ = 0;
-  latest_snapshot_ = response->snapshot();
+  TakeSnapshot(response->snapshot());
   return std::move(*response->mutable_snapshot());
 }
 
@@ -398,6 +579,13 @@ absl::StatusOr<v1::QueryResult> Session::Query(const v1::HitQuery& query) {
 }
 
 absl::StatusOr<v1::FrameResult> Session::SendFrame(const v1::Frame& frame) {
+  // Resuming needs snapshots: without them every frame would be kept.
+  if (session_options_.auto_resume && snapshot_every_ == 0 &&
+      session_options_.snapshot_every_frames > 0) {
+    if (auto s = Snapshot(session_options_.snapshot_every_frames); !s.ok()) {
+      return s.status();
+    }
+  }
   v1::SessionRequest request;
   *request.mutable_frame() = frame;
   auto response = Call(request);
@@ -409,14 +597,17 @@ absl::StatusOr<v1::FrameResult> Session::SendFrame(const v1::Frame& frame) {
     frames_since_snapshot_ = 0;
     v1::SessionResponse snapshot;
     if (!stream_->Read(&snapshot)) {
-      closed_ = true;
-      absl::Status status = Finish();
-      return status.ok() ? absl::UnavailableError("the session stream closed")
-                         : status;
-    }
-    // A refused one (over the size limit) leaves the previous in place.
-    if (snapshot.snapshot().status().code() == 0) {
-      latest_snapshot_ = std::move(*snapshot.mutable_snapshot());
+      // The frame was answered; the stream's end shows on the next call
+      // (which resumes, with auto_resume).
+      stream_ended_ = true;
+      end_status_ = Finish();
+      if (end_status_.ok()) {
+        end_status_ = absl::UnavailableError("the session stream closed");
+      }
+      if (!session_options_.auto_resume) return end_status_;
+    } else if (snapshot.snapshot().status().code() == 0) {
+      // A refused one (over the size limit) leaves the previous in place.
+      TakeSnapshot(std::move(*snapshot.mutable_snapshot()));
     }
   }
   return std::move(*response->mutable_frame());
@@ -425,6 +616,7 @@ absl::StatusOr<v1::FrameResult> Session::SendFrame(const v1::Frame& frame) {
 absl::Status Session::Close() {
   if (closed_) return absl::OkStatus();
   closed_ = true;
+  if (stream_ended_) return absl::OkStatus();  // its calls saw the status
   stream_->WritesDone();
   return Finish();
 }

@@ -10,6 +10,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -60,6 +61,55 @@ absl::Status CallError(const grpc::Status& status, grpc::Channel& channel,
 
 class Session;
 
+// One automatic resume of a session (SessionOptions::auto_resume).
+struct ResumeEvent {
+  // Why the stream ended: UNAVAILABLE from a server that was killed or
+  // became unreachable, or from one that drained and handed over.
+  absl::Status cause;
+  // The server drained and sent the session's state (no frame replayed
+  // that it had answered) rather than vanishing.
+  bool handover = false;
+  // The frame the snapshot resumed from was taken after (0: no snapshot
+  // yet; the session was rebuilt from its first message).
+  uint64_t after_sequence = 0;
+  // Messages replayed to rebuild the state past the snapshot (registrations
+  // and frames already answered; their answers are not returned again).
+  int replayed = 0;
+  // Attempts made, counting the one that succeeded.
+  int attempts = 0;
+  // From noticing the broken stream to the resumed session.
+  absl::Duration took;
+};
+
+// What a session's automatic resumes did so far.
+struct ResumeCounters {
+  int64_t resumes = 0;
+  int64_t handovers = 0;  // of the resumes, after a server's hand-over
+  int64_t replayed = 0;   // messages replayed over all resumes
+  int64_t failed_attempts = 0;
+};
+
+struct SessionOptions {
+  // Resume by itself when the stream ends UNAVAILABLE (a server killed,
+  // unreachable, or draining): reconnect through the client's channel
+  // (a balancer, or a channel over several replicas' addresses), resume
+  // from the newest snapshot, replay what was answered since, and resend
+  // the message in flight. Callers see only the answer, and on_resume.
+  bool auto_resume = false;
+  // With auto_resume: the server snapshots after every that many frames,
+  // which bounds what is kept to replay. 0 leaves it to Snapshot().
+  uint32_t snapshot_every_frames = 30;
+  // Reconnect attempts per broken stream, with exponential backoff from
+  // first_backoff up to max_backoff between them, each waiting up to
+  // connect_timeout for the channel to connect.
+  int max_attempts = 8;
+  absl::Duration first_backoff = absl::Milliseconds(10);
+  absl::Duration max_backoff = absl::Seconds(1);
+  absl::Duration connect_timeout = absl::Seconds(2);
+  // Called after each automatic resume (on the caller's thread).
+  std::function<void(const ResumeEvent&)> on_resume;
+};
+
 // What a client keeps to resume a session on any server: a snapshot and the
 // registrations it refers to (their content stays with the client; the
 // snapshot holds only hashes).
@@ -93,7 +143,8 @@ class Client {
       v1::SolveRequest request);
 
   // Opens a streaming session.
-  absl::StatusOr<std::unique_ptr<Session>> OpenSession();
+  absl::StatusOr<std::unique_ptr<Session>> OpenSession(
+      const SessionOptions& session_options = {});
 
   // Opens a session that resumes from `point` (on this client's server,
   // which need not be the one that took the snapshot): sends the resume,
@@ -102,7 +153,7 @@ class Client {
   // damaged or newer snapshot, a registration that no longer matches its
   // hash) is the server's status.
   absl::StatusOr<std::unique_ptr<Session>> ResumeSession(
-      const ResumePoint& point);
+      const ResumePoint& point, const SessionOptions& session_options = {});
 
   // For calls the class does not wrap (e.g. grpc.health.v1 on channel()):
   // sets the deadline and the token, and explains a failed call as the
@@ -165,15 +216,21 @@ class Session {
   // registrations it lists; empty snapshot data before the first.
   ResumePoint latest_resume_point() const;
 
-  // Sends any request and returns its response.
+  // Sends any request and returns its response (resuming first, with
+  // auto_resume, when the stream broke).
   absl::StatusOr<v1::SessionResponse> Call(const v1::SessionRequest& request);
 
   // Half-closes and returns the stream's final status.
   absl::Status Close();
 
+  // What automatic resumes did (SessionOptions::auto_resume).
+  const ResumeCounters& resume_counters() const { return counters_; }
+
  private:
   friend class Client;
   Session() = default;
+  // Opens a new stream on the channel (the first, or after a break).
+  absl::Status OpenStream();
   absl::Status Register(const v1::SessionRequest& request);
   // Sends `request` (a resume), then resends from `registrations` what the
   // answer lists.
@@ -181,6 +238,22 @@ class Session {
                       const std::vector<v1::SessionRequest>& registrations);
   // Keeps a registration the server accepted, for resuming later.
   void Keep(const v1::SessionRequest& request);
+  // One request and its answer on the current stream, no resume. A
+  // hand-over in its place (the server drains and did not read `request`)
+  // becomes the latest snapshot, and the call fails with the stream's
+  // UNAVAILABLE.
+  absl::StatusOr<v1::SessionResponse> Exchange(
+      const v1::SessionRequest& request);
+  // After a stream ended with `cause`: reconnects, resumes from the latest
+  // snapshot and replays what was answered since (auto_resume).
+  absl::Status Reconnect(const absl::Status& cause);
+  absl::Status ResumeOnNewStream(int& replayed);
+  // A new latest snapshot: what it covers need not be replayed.
+  void TakeSnapshot(v1::SessionSnapshot snapshot);
+  // Whether an answered request changed the session's state (a
+  // registration or frame the server accepted): kept to replay.
+  void LogForReplay(const v1::SessionRequest& request,
+                    const v1::SessionResponse& response);
   // The stream's final status, explained as the client's calls are.
   absl::Status Finish();
 
@@ -188,11 +261,23 @@ class Session {
   std::shared_ptr<grpc::Channel> channel_;
   std::string target_;
   ClientOptions options_;
+  SessionOptions session_options_;
+  std::unique_ptr<v1::PoseWire::Stub> stub_;
   std::unique_ptr<grpc::ClientContext> context_;
   std::unique_ptr<
       grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>>
       stream_;
+  // The user closed the session.
   bool closed_ = false;
+  // The stream ended (its status taken); with auto_resume the next call
+  // reconnects first.
+  bool stream_ended_ = false;
+  absl::Status end_status_;
+  bool handed_over_ = false;  // the stream that ended handed over
+  // Accepted registrations and frames since latest_snapshot_ (all of them
+  // before the first), in order: what a resume replays.
+  std::vector<v1::SessionRequest> replay_log_;
+  ResumeCounters counters_;
   // Accepted registrations by kind, skeleton (clips) and id
   // (RegistrationKey), kept to resend on a resume.
   absl::flat_hash_map<std::string, v1::SessionRequest> registrations_;

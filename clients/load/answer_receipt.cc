@@ -15,6 +15,8 @@ using google::protobuf::io::CodedInputStream;
 constexpr int kResponseRegistered = 1;  // SessionResponse.registered
 constexpr int kResponseFrame = 2;       // SessionResponse.frame
 constexpr int kResponseQuery = 3;       // SessionResponse.query
+constexpr int kResponseSnapshot = 6;    // SessionResponse.snapshot
+constexpr int kSnapshotHandover = 7;    // SessionSnapshot.handover
 constexpr int kQueryStatus = 1;         // QueryResult.status
 constexpr int kRegisteredStatus = 3;    // Registered.status
 constexpr int kFrameStatus = 2;         // FrameResult.status
@@ -117,6 +119,17 @@ bool ReadAnswerReceipt(google::protobuf::io::ZeroCopyInputStream* stream,
       read = ReadMessage(in, [&](uint32_t t, bool* ok) {
         if (!IsMessage(t, kQueryStatus)) return false;
         *ok = ReadStatus(in, &receipt->code);
+        return true;
+      });
+    } else if (IsMessage(tag, kResponseSnapshot)) {
+      read = ReadMessage(in, [&](uint32_t t, bool* ok) {
+        if (t != WireFormatLite::MakeTag(kSnapshotHandover,
+                                         WireFormatLite::WIRETYPE_VARINT)) {
+          return false;
+        }
+        uint32_t value = 0;
+        *ok = in.ReadVarint32(&value);
+        if (value != 0) receipt->kind = AnswerReceipt::Kind::kHandover;
         return true;
       });
     } else {

@@ -14,7 +14,9 @@
 namespace posewire::load {
 
 struct AnswerReceipt {
-  enum class Kind { kNone, kRegistered, kFrame, kQuery };
+  // kHandover: the snapshot a draining server sends in place of an answer
+  // (SessionSnapshot.handover) before it ends the stream.
+  enum class Kind { kNone, kRegistered, kFrame, kQuery, kHandover };
   // Which message of the SessionResponse oneof was set.
   Kind kind = Kind::kNone;
   // registered.status.code, frame.status.code or query.status.code.

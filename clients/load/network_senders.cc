@@ -210,11 +210,13 @@ class StreamSender final
   void OnReadDone(bool ok) override {
     posewire::TakeBackFromGrpc(this);
     answered_ = Clock::now();
+    read_ok_ = ok;
     Step(ok);
   }
   void OnDone(const grpc::Status& status) override {
     posewire::TakeBackFromGrpc(this);
-    if (broken_) {
+    // A handed-over stream ends UNAVAILABLE by design.
+    if (broken_ && !handed_over_) {
       CountError(r_, phase_.live,
                  status.ok() ? grpc::StatusCode::UNKNOWN
                              : static_cast<int>(status.error_code()));
@@ -244,11 +246,21 @@ class StreamSender final
   void Step(bool ok) {
     if (!ok) broken_ = true;
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    const bool parsed = read_ok_ && ParseAnswer();
+    if (parsed && receipt_.kind == AnswerReceipt::Kind::kHandover) {
+      // The server drains: the message in flight was not read (its write
+      // may even have failed, the stream being closed), and the stream
+      // ends UNAVAILABLE. Counted, not an error; this stream sends no more.
+      handed_over_ = true;
+      ++r_.handovers;
+      RemoveHold();  // OnDone follows with the status
+      return;
+    }
     if (broken_) {
       RemoveHold();  // OnDone follows with the status
       return;
     }
-    if (!ParseAnswer()) {
+    if (!parsed) {
       // Not a SessionResponse: counted as INTERNAL, and the stream stops.
       CountError(r_, phase_.live, grpc::StatusCode::INTERNAL);
       Stop();
@@ -309,6 +321,10 @@ class StreamSender final
   uint64_t sequence_ = 0;
   std::atomic<int> pending_{0};
   std::atomic<bool> broken_{false};
+  // Set before RemoveHold, which OnDone waits for.
+  bool handed_over_ = false;
+  // The last read's outcome, set before its Step.
+  bool read_ok_ = false;
   Clock::time_point answered_;
   // A message's send, or a referee tick's (its frame's, until its query's
   // answer).

@@ -150,6 +150,7 @@ PhaseResult RunPhase(
     p.sent += r.sent;
     p.answered += r.answered;
     p.character_frames += r.character_frames;
+    p.handovers += r.handovers;
     for (const auto& [code, count] : r.errors) p.errors[code] += count;
     p.latency_ns.insert(p.latency_ns.end(), r.latency_ns.begin(),
                         r.latency_ns.end());
@@ -174,6 +175,10 @@ void Print(const PhaseResult& p) {
   }
   std::printf("%-10s errors: %s\n", "",
               errors.empty() ? "none" : absl::StrJoin(errors, ", ").c_str());
+  if (p.handovers > 0) {
+    std::printf("%-10s streams handed over by a draining server: %lld\n", "",
+                static_cast<long long>(p.handovers));
+  }
 }
 
 std::string Json(const PhaseResult& p) {
@@ -195,12 +200,14 @@ std::string Json(const PhaseResult& p) {
       "\"character_frames\": %d, \"character_frames_per_second\": %.1f, "
       "\"messages_per_second\": %.1f, \"latency_us\": {\"p50\": %.1f, "
       "\"p90\": %.1f, \"p99\": %.1f, \"p99_9\": %.1f, \"max\": %.1f}, "
-      "\"errors\": {%s}, \"error_count\": %d, \"latency_cdf_us\": [%s]}",
+      "\"errors\": {%s}, \"error_count\": %d, \"handovers\": %d, "
+      "\"latency_cdf_us\": [%s]}",
       p.seconds, p.sent, p.answered, p.character_frames,
       p.CharacterFramesPerSecond(), p.MessagesPerSecond(), p.Percentile(50),
       p.Percentile(90), p.Percentile(99), p.Percentile(99.9),
       p.latency_ns.empty() ? 0.0 : p.latency_ns.back() / 1000.0,
-      absl::StrJoin(errors, ", "), p.TotalErrors(), absl::StrJoin(cdf, ", "));
+      absl::StrJoin(errors, ", "), p.TotalErrors(), p.handovers,
+      absl::StrJoin(cdf, ", "));
 }
 
 }  // namespace posewire::load

@@ -43,6 +43,9 @@ struct SenderResult {
   int64_t answered = 0;
   int64_t character_frames = 0;
   std::map<int, int64_t> errors;  // by status code
+  // Streams a draining server handed over (SessionSnapshot.handover); their
+  // end is not an error, and the message in flight was not read.
+  int64_t handovers = 0;
 };
 
 struct PhaseResult {
@@ -52,6 +55,7 @@ struct PhaseResult {
   int64_t answered = 0;
   int64_t character_frames = 0;
   std::map<int, int64_t> errors;
+  int64_t handovers = 0;
   std::vector<int64_t> latency_ns;  // sorted
 
   double Percentile(double p) const {

@@ -74,6 +74,11 @@ class Session {
   // after the frame's answer.
   bool TakeDueSnapshot(v1::SessionResponse* response);
 
+  // The last message of a stream whose server drains: a snapshot of the
+  // state after the last message handled, marked as the hand-over
+  // (SessionSnapshot.handover).
+  void WriteHandover(v1::SessionResponse* response);
+
   const SessionStats& stats() const { return stats_; }
 
  private:

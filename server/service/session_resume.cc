@@ -136,6 +136,16 @@ bool Session::TakeDueSnapshot(v1::SessionResponse* response) {
   return true;
 }
 
+void Session::WriteHandover(v1::SessionResponse* response) {
+  v1::SessionSnapshot* snapshot = response->mutable_snapshot();
+  if (absl::Status s = CheckNotResuming("snapshot"); !s.ok()) {
+    SetStatus(s, snapshot);
+  } else {
+    WriteSnapshot(snapshot);
+  }
+  snapshot->set_handover(true);
+}
+
 void Session::WriteSnapshot(v1::SessionSnapshot* snapshot) {
   v1::SnapshotContent content;
   content.set_after_sequence(last_sequence_);

@@ -313,7 +313,7 @@ int Run() {
       absl::FormatDuration(config.shutdown_grace),
       (*server)->active_sessions());
   (*server)->Shutdown(config.shutdown_grace);
-  spdlog::info("stopped");
+  spdlog::info("stopped; calls by final status: {}", (*server)->call_summary());
   return 0;
 }
 

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <exception>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "server/ops/op_table.h"
 
 namespace posewire::server {
@@ -85,6 +87,25 @@ void Metrics::CountCall(absl::string_view rpc, absl::StatusCode code) {
   const int index = static_cast<int>(code);
   if (it == calls_.end() || index < 0 || index >= kCodes) return;
   it->second[index]->Increment();
+}
+
+std::string Metrics::CallSummary() const {
+  std::vector<std::string> rpcs;
+  for (const auto& entry : calls_) rpcs.push_back(entry.first);
+  std::sort(rpcs.begin(), rpcs.end());
+  std::vector<std::string> parts;
+  for (const std::string& rpc : rpcs) {
+    const auto& by_code = calls_.at(rpc);
+    for (int code = 0; code < kCodes; ++code) {
+      const double count = by_code[code]->Value();
+      if (count == 0) continue;
+      parts.push_back(absl::StrCat(
+          rpc, " ",
+          absl::StatusCodeToString(static_cast<absl::StatusCode>(code)), " ",
+          static_cast<int64_t>(count)));
+    }
+  }
+  return parts.empty() ? "none" : absl::StrJoin(parts, "; ");
 }
 
 void Metrics::CountFrame(int characters, int errors) {

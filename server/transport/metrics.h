@@ -42,6 +42,10 @@ class Metrics final : public OperationTimingsSink {
   // One answered session frame with `characters` characters, `errors` of
   // which failed.
   void CountFrame(int characters, int errors);
+  // The calls counted so far by RPC and final status, e.g.
+  // "GetInfo OK 1; Session UNAVAILABLE 3; Solve OK 400" (nonzero counts,
+  // RPCs by name), for the server's last log line.
+  std::string CallSummary() const;
   // Adds one request's or frame's operation times.
   void AddTimings(const OperationTimings& timings) override;
   void SessionStarted() { active_sessions_->Increment(); }

@@ -177,11 +177,37 @@ class PoseWireService::SessionReactor final
         peer_(std::move(peer)),
         session_(service->config_, service->metrics_) {
     service_->metrics_->SessionStarted();
+    service_->TrackSession(this);
     ReadNext();
+  }
+
+  // The server drains (SIGTERM): once the message being answered, if any,
+  // is written, the stream's last message is a hand-over snapshot and it
+  // ends UNAVAILABLE. A session waiting for its client's next message
+  // hands over at once; whatever that client sends meanwhile is not read
+  // (it resends it after resuming). Thread-safe; once per reactor.
+  void Drain() {
+    {
+      std::lock_guard<std::mutex> lock(drain_mutex_);
+      if (drain_requested_) return;
+      drain_requested_ = true;
+      if (!awaiting_read_) return;  // the answer path hands over (ReadNext)
+      handing_over_ = true;
+    }
+    // No task of this session runs while it waits for a read, so the
+    // snapshot is taken on the pool, as messages are answered.
+    service_->pool_->Submit([this] { WriteHandover(); });
   }
 
   void OnReadDone(bool ok) override {
     TakeBackFromGrpc(this);
+    {
+      std::lock_guard<std::mutex> lock(drain_mutex_);
+      awaiting_read_ = false;
+      // The hand-over is on its way and ends the stream: this message (if
+      // one came) stays unanswered, and the client resends it elsewhere.
+      if (handing_over_) return;
+    }
     if (!ok) {
       // The client closed its side (or the stream broke): nothing is
       // pending, every message read has been answered.
@@ -204,6 +230,17 @@ class PoseWireService::SessionReactor final
       final_code_ = absl::StatusCode::kCancelled;
       End(grpc::Status(grpc::StatusCode::CANCELLED,
                        "the stream closed before a response was sent"));
+      return;
+    }
+    if (handover_written_) {
+      spdlog::info("session {} handed over: the server is draining", id_);
+      final_code_ = absl::StatusCode::kUnavailable;
+      End(grpc::Status(
+          grpc::StatusCode::UNAVAILABLE,
+          "this server is shutting down: the session's state came in the "
+          "last message (SessionSnapshot.handover); resume from it on "
+          "another replica and resend the messages sent after the last "
+          "answer"));
       return;
     }
     if (follow_up_pending_) {
@@ -232,6 +269,7 @@ class PoseWireService::SessionReactor final
         stats.frames, stats.character_frames, stats.errors);
     service_->metrics_->SessionEnded();
     service_->metrics_->CountCall("Session", final_code_);
+    service_->UntrackSession(this);
     service_->ReleaseSession(peer_);
     delete this;
   }
@@ -240,8 +278,41 @@ class PoseWireService::SessionReactor final
   // StartRead and Finish, after handing the reactor to gRPC's threads
   // (HandOffToGrpc).
   void ReadNext() {
+    bool hand_over = false;
+    {
+      std::lock_guard<std::mutex> lock(drain_mutex_);
+      hand_over = handing_over_ = drain_requested_;
+      awaiting_read_ = !hand_over;
+    }
+    if (hand_over) {
+      WriteHandover();
+      return;
+    }
     HandOffToGrpc(this);
     StartRead(&request_bytes_);
+  }
+
+  // Writes the hand-over snapshot; OnWriteDone then ends the stream.
+  void WriteHandover() {
+    follow_up_.Clear();
+    session_.WriteHandover(&follow_up_);
+    if (!SerializeFollowUp()) return;
+    handover_written_ = true;
+    HandOffToGrpc(this);
+    StartWrite(&follow_up_bytes_);
+  }
+
+  // follow_up_ into follow_up_bytes_; on failure, ends the stream INTERNAL
+  // and returns false.
+  bool SerializeFollowUp() {
+    follow_up_bytes_.Clear();
+    if (grpc::Status s = SerializeToBytes(follow_up_, &follow_up_bytes_);
+        !s.ok()) {
+      final_code_ = absl::StatusCode::kInternal;
+      End(s);
+      return false;
+    }
+    return true;
   }
   void End(const grpc::Status& status) {
     HandOffToGrpc(this);
@@ -278,13 +349,7 @@ class PoseWireService::SessionReactor final
     if (response->has_frame()) {
       follow_up_.Clear();
       if (session_.TakeDueSnapshot(&follow_up_)) {
-        follow_up_bytes_.Clear();
-        if (grpc::Status s = SerializeToBytes(follow_up_, &follow_up_bytes_);
-            !s.ok()) {
-          final_code_ = absl::StatusCode::kInternal;
-          End(s);
-          return;
-        }
+        if (!SerializeFollowUp()) return;
         follow_up_pending_ = true;
       }
     }
@@ -328,6 +393,17 @@ class PoseWireService::SessionReactor final
   v1::SessionResponse follow_up_;
   grpc::ByteBuffer follow_up_bytes_;
   bool follow_up_pending_ = false;
+  // Draining (Drain). awaiting_read_: a read is outstanding and no message
+  // is being answered; drain_requested_: the server drains; handing_over_:
+  // the hand-over write has started (or is about to), so a read that
+  // completes is not answered.
+  std::mutex drain_mutex_;
+  bool awaiting_read_ = false;
+  bool drain_requested_ = false;
+  bool handing_over_ = false;
+  // The write in flight is the hand-over; only the task that starts it
+  // sets it, and OnWriteDone runs after that.
+  bool handover_written_ = false;
   // Reset for each message.
   MessagePair<v1::SessionRequest, v1::SessionResponse> messages_;
 };
@@ -516,7 +592,8 @@ PoseWireService::Session(grpc::CallbackServerContext* context) {
   if (grpc::Status admitted = AdmitSession(peer); !admitted.ok()) {
     spdlog::warn("session from {} refused: {}", context->peer(),
                  admitted.error_message());
-    metrics_->CountCall("Session", absl::StatusCode::kResourceExhausted);
+    metrics_->CountCall("Session",
+                        static_cast<absl::StatusCode>(admitted.error_code()));
     return new RejectedSession(admitted);
   }
   const uint64_t id = next_session_id_.fetch_add(1);
@@ -524,8 +601,34 @@ PoseWireService::Session(grpc::CallbackServerContext* context) {
   return new SessionReactor(this, id, std::move(peer));
 }
 
+void PoseWireService::TrackSession(SessionReactor* session) {
+  std::lock_guard<std::mutex> lock(sessions_mutex_);
+  live_sessions_.insert(session);
+  // Admitted just before DrainSessions ran: it hands over at once.
+  if (draining_) session->Drain();
+}
+
+void PoseWireService::UntrackSession(SessionReactor* session) {
+  std::lock_guard<std::mutex> lock(sessions_mutex_);
+  live_sessions_.erase(session);
+}
+
+int PoseWireService::DrainSessions() {
+  std::lock_guard<std::mutex> lock(sessions_mutex_);
+  draining_ = true;
+  // Under the lock, so no reactor is deleted (OnDone untracks it first)
+  // while it is asked to drain.
+  for (SessionReactor* session : live_sessions_) session->Drain();
+  return static_cast<int>(live_sessions_.size());
+}
+
 grpc::Status PoseWireService::AdmitSession(const std::string& peer) {
   std::lock_guard<std::mutex> lock(sessions_mutex_);
+  if (draining_) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "this server is shutting down; open the session on "
+                        "another replica");
+  }
   if (active_sessions_.load() >= config_.max_sessions) {
     return grpc::Status(
         grpc::StatusCode::RESOURCE_EXHAUSTED,

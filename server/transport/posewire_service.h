@@ -64,6 +64,12 @@ class PoseWireService final : public PoseWireCallbackBase {
 
   int active_sessions() const { return active_sessions_.load(); }
 
+  // Before the server shuts down: refuses new sessions (UNAVAILABLE) and
+  // has every open one hand over (SessionSnapshot.handover, then
+  // UNAVAILABLE) once its current message is answered. Returns how many
+  // sessions were open.
+  int DrainSessions();
+
  private:
   class SessionReactor;
 
@@ -79,6 +85,9 @@ class PoseWireService final : public PoseWireCallbackBase {
   // full. Every OK is paired with one ReleaseSession.
   grpc::Status AdmitSession(const std::string& peer);
   void ReleaseSession(const std::string& peer);
+  // The open sessions, for DrainSessions.
+  void TrackSession(SessionReactor* session);
+  void UntrackSession(SessionReactor* session);
 
   const ServerConfig config_;
   Metrics* metrics_;
@@ -91,6 +100,8 @@ class PoseWireService final : public PoseWireCallbackBase {
   // read without it.
   std::mutex sessions_mutex_;
   absl::flat_hash_map<std::string, int> sessions_by_peer_;
+  absl::flat_hash_set<SessionReactor*> live_sessions_;
+  bool draining_ = false;
   std::atomic<int> active_sessions_{0};
   std::atomic<uint64_t> next_session_id_{1};
   std::atomic<uint64_t> next_request_id_{1};

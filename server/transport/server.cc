@@ -157,6 +157,9 @@ void PosewireServer::Shutdown(absl::Duration grace) {
   shut_down_ = true;
   // Tell load balancers first, so no new work is routed here.
   server_->GetHealthCheckService()->SetServingStatus(false);
+  // Open sessions hand their state to their clients, to resume elsewhere,
+  // instead of running until the grace period cuts them off.
+  service_->DrainSessions();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   server_->Wait();
 }

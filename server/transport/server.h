@@ -28,6 +28,8 @@ class PosewireServer {
   int port() const { return port_; }
   // The bound metrics HTTP port, or 0 when metrics are not served.
   int metrics_port() const { return metrics_->port(); }
+  // Calls answered so far by RPC and final status (Metrics::CallSummary).
+  std::string call_summary() const { return metrics_->CallSummary(); }
   // Streaming sessions open now; a session's memory is freed when it stops
   // counting here.
   int active_sessions() const { return service_->active_sessions(); }

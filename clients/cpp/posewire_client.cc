@@ -250,6 +250,15 @@ bool IsHandover(const v1::SessionResponse& response) {
   return response.has_snapshot() && response.snapshot().handover();
 }
 
+// How a stream ends when its server goes away rather than refuses:
+// UNAVAILABLE (killed, unreachable, a hand-over) or CANCELLED (gRPC cuts
+// what is left when a shutdown's grace runs out, and refuses a stream that
+// reaches a connection whose server has begun to shut down). This client
+// never cancels a live session itself.
+bool ServerWentAway(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsCancelled(status);
+}
+
 }  // namespace
 
 absl::StatusOr<v1::SessionResponse> Session::Exchange(
@@ -286,7 +295,7 @@ absl::StatusOr<v1::SessionResponse> Session::Call(
   for (int pass = 0;; ++pass) {
     if (pass > session_options_.max_attempts) return end_status_;
     if (stream_ended_) {
-      if (!session_options_.auto_resume || !absl::IsUnavailable(end_status_)) {
+      if (!session_options_.auto_resume || !ServerWentAway(end_status_)) {
         return end_status_;
       }
       if (absl::Status s = Reconnect(end_status_); !s.ok()) {
@@ -299,7 +308,7 @@ absl::StatusOr<v1::SessionResponse> Session::Call(
       LogForReplay(request, *response);
       return response;
     }
-    if (!session_options_.auto_resume || !absl::IsUnavailable(end_status_)) {
+    if (!session_options_.auto_resume || !ServerWentAway(end_status_)) {
       return response.status();
     }
   }
@@ -374,7 +383,7 @@ absl::Status Session::Reconnect(const absl::Status& cause) {
     }
     // A refusal (a damaged snapshot, a registration that no longer
     // matches) will not go away by retrying.
-    if (!absl::IsUnavailable(last)) break;
+    if (!ServerWentAway(last)) break;
   }
   return absl::Status(last.code(),
                       absl::StrCat("the session could not be resumed after its "

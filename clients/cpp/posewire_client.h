@@ -90,8 +90,9 @@ struct ResumeCounters {
 };
 
 struct SessionOptions {
-  // Resume by itself when the stream ends UNAVAILABLE (a server killed,
-  // unreachable, or draining): reconnect through the client's channel
+  // Resume by itself when the stream ends UNAVAILABLE or CANCELLED (a
+  // server killed, unreachable, draining, or past its shutdown grace):
+  // reconnect through the client's channel
   // (a balancer, or a channel over several replicas' addresses), resume
   // from the newest snapshot, replay what was answered since, and resend
   // the message in flight. Callers see only the answer, and on_resume.

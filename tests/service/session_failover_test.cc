@@ -9,22 +9,17 @@
 // - SIGKILL of a real posewire-server process: the client resumes from its
 //   last periodic snapshot on the other process and replays the frames
 //   answered since; the frame in flight is sent once more.
-#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "clients/cpp/posewire_client.h"
+#include "tests/service/server_process.h"
 #include "tests/service/service_fixture.h"
 
 namespace posewire::server {
@@ -178,51 +173,12 @@ TEST_F(SessionFailoverTest,
   drain.join();
 }
 
-// A real posewire-server process, its output in a file.
-class ServerProcess {
- public:
-  explicit ServerProcess(const std::string& log_path) : log_path_(log_path) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      execl(POSEWIRE_SERVER_BINARY, POSEWIRE_SERVER_BINARY,
-            "--listen=127.0.0.1:0", "--threads=2", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    for (int i = 0; i < 400 && port_ == 0; ++i) {
-      absl::SleepFor(absl::Milliseconds(25));
-      std::ifstream log(log_path);
-      std::stringstream text;
-      text << log.rdbuf();
-      const std::string s = text.str();
-      const size_t at = s.find("listening on 127.0.0.1:");
-      if (at != std::string::npos) {
-        port_ = std::atoi(s.c_str() + at + 23);
-      }
-    }
-  }
-  ~ServerProcess() { Kill(SIGKILL); }
-
-  int port() const { return port_; }
-  void Kill(int signal) {
-    if (pid_ <= 0) return;
-    kill(pid_, signal);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  std::string log_path_;
-  pid_t pid_ = -1;
-  int port_ = 0;
-};
+using ::posewire::testing::ServerProcess;
 
 TEST(SessionFailoverProcessTest, SigkillMidStream_ResumesFromTheLastSnapshot) {
   const std::string dir = ::testing::TempDir();
-  ServerProcess a(dir + "/failover_a.log");
-  ServerProcess b(dir + "/failover_b.log");
+  ServerProcess a(POSEWIRE_SERVER_BINARY, dir + "/failover_a.log");
+  ServerProcess b(POSEWIRE_SERVER_BINARY, dir + "/failover_b.log");
   ASSERT_GT(a.port(), 0) << "server A did not start";
   ASSERT_GT(b.port(), 0) << "server B did not start";
   const std::vector<std::string> expected =
@@ -254,7 +210,7 @@ TEST(SessionFailoverProcessTest, SigkillMidStream_ResumesFromTheLastSnapshot) {
 
 TEST(SessionFailoverProcessTest, NoReplicaLeft_TheCallFailsUnavailable) {
   const std::string dir = ::testing::TempDir();
-  ServerProcess a(dir + "/failover_only.log");
+  ServerProcess a(POSEWIRE_SERVER_BINARY, dir + "/failover_only.log");
   ASSERT_GT(a.port(), 0);
   auto client = client::Client::Connect(absl::StrCat("127.0.0.1:", a.port()));
   client::SessionOptions options;

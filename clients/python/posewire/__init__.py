@@ -75,7 +75,8 @@ from posewire.calls import (  # noqa: E402
     SolvedPose, array_from_pose, pose_from_array, sample_clip_op,
     two_bone_ik_op)
 from posewire.client import (  # noqa: E402
-    Client, PosewireError, ResumePoint, Session)
+    Client, PosewireError, ResumeCounters, ResumeEvent, ResumeOptions,
+    ResumePoint, Session)
 from posewire.ground import (  # noqa: E402
     ground_hit, ground_op, ground_update, heightfield, look_at_op,
     target_update)
@@ -86,7 +87,8 @@ from posewire.poses import (  # noqa: E402
     pose_array, rotation_track, unpack_pose)
 
 __all__ = [
-    "Client", "Session", "ResumePoint", "PosewireError", "SolvedPose", "array_from_pose",
+    "Client", "Session", "ResumePoint", "ResumeOptions", "ResumeEvent",
+    "ResumeCounters", "PosewireError", "SolvedPose", "array_from_pose",
     "pose_from_array", "sample_clip_op", "two_bone_ik_op", "FLOATS_PER_JOINT", "Transform",
     "axis_angle", "make_skeleton", "pack_pose", "pose_array",
     "rotation_track", "unpack_pose", "msg", "ops", "pb", "pb_grpc", "types",

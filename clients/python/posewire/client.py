@@ -7,7 +7,9 @@ not raise: the frame's other characters solved, and the result says which
 one failed (see Session.frame).
 """
 
+import dataclasses
 import queue
+import time
 
 import grpc
 
@@ -117,9 +119,22 @@ class Client(SolvesPoses):
         except grpc.RpcError as error:
             raise PosewireError.from_rpc_error(error, "LearnLimits") from None
 
-    def session(self):
-        """Opens a streaming Session (use it as a context manager)."""
-        return Session(self._stub, self._metadata)
+    def session(self, auto_resume=False, **resume_options):
+        """Opens a streaming Session (use it as a context manager).
+
+        auto_resume: resume by itself when the stream ends UNAVAILABLE or
+        CANCELLED (a server killed, unreachable, or draining: it hands the
+        session over): reconnect through this client's channel (a balancer,
+        or gRPC's address list "ipv4:10.0.0.1:50051,10.0.0.2:50051"),
+        resume from the newest snapshot, replay what was answered after it
+        and resend the message in flight; the caller sees only the answer.
+        resume_options (ResumeOptions fields): snapshot_every_frames (30),
+        max_attempts (8), first_backoff (0.01 s), max_backoff (1 s),
+        connect_timeout (2 s), on_resume (called with a ResumeEvent).
+        """
+        return Session(self._stub, self._metadata, channel=self._channel,
+                       resume=ResumeOptions(**resume_options)
+                       if auto_resume else None)
 
     def resume_session(self, point):
         """Opens a Session that resumes from `point` (a ResumePoint, from
@@ -175,15 +190,66 @@ class ResumePoint:
         self.registrations = list(registrations)
 
 
+@dataclasses.dataclass
+class ResumeOptions:
+    """How a Session with auto_resume resumes (see Client.session)."""
+    snapshot_every_frames: int = 30
+    max_attempts: int = 8
+    first_backoff: float = 0.01
+    max_backoff: float = 1.0
+    connect_timeout: float = 2.0
+    on_resume: object = None
+
+
+@dataclasses.dataclass
+class ResumeEvent:
+    """One automatic resume. cause: the PosewireError that ended the stream;
+    handover: the server drained and handed the state over (nothing it had
+    answered is replayed); after_sequence: the frame the snapshot resumed
+    from was taken after (0: none yet, the session was rebuilt from its
+    first message); replayed: messages replayed (their answers are not
+    returned again); attempts; seconds from the broken stream to the
+    resumed session."""
+    cause: object
+    handover: bool
+    after_sequence: int
+    replayed: int
+    attempts: int
+    seconds: float
+
+
+@dataclasses.dataclass
+class ResumeCounters:
+    """What a session's automatic resumes did so far."""
+    resumes: int = 0
+    handovers: int = 0
+    replayed: int = 0
+    failed_attempts: int = 0
+
+
+# How a stream ends when its server goes away rather than refuses.
+_SERVER_WENT_AWAY = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+
+
 class Session:
     """A synchronous streaming session: each call sends one message and
     waits for its answer (the server answers every message, in order;
     periodic snapshots, which follow a frame's answer, are read by frame()).
     Not thread-safe."""
 
-    def __init__(self, stub, metadata=None):
-        self._requests = queue.Queue()
-        self._responses = stub.Session(self._outgoing(), metadata=metadata)
+    def __init__(self, stub, metadata=None, channel=None, resume=None):
+        self._stub = stub
+        self._metadata = metadata
+        self._channel = channel
+        self._resume_options = resume
+        self.resume_counters = ResumeCounters()
+        # Accepted registrations and frames since the newest snapshot (all
+        # of them before the first), in order: what a resume replays.
+        self._replay_log = []
+        # The error that ended the stream, until a resume opens another.
+        self._ended = None
+        self._handed_over = False
+        self._open_stream()
         self._sequence = 0
         self._closed = False
         # Accepted registrations by _request_key, to resend on a resume.
@@ -201,31 +267,168 @@ class Session:
         it."""
         return self._closed
 
-    def _outgoing(self):
+    def _open_stream(self):
+        self._requests = queue.Queue()
+        self._responses = self._stub.Session(self._outgoing(self._requests),
+                                             metadata=self._metadata)
+        self._ended = None
+        self._handed_over = False
+
+    @staticmethod
+    def _outgoing(requests):
         while True:
-            request = self._requests.get()
+            request = requests.get()
             if request is None:  # half-close
                 return
             yield request
 
     def call(self, request):
-        """Sends any posewire.v1.SessionRequest; returns its SessionResponse."""
+        """Sends any posewire.v1.SessionRequest; returns its SessionResponse
+        (resuming first, with auto_resume, when the stream broke)."""
         if self._closed:
             raise PosewireError(grpc.StatusCode.FAILED_PRECONDITION,
                                 "the session is closed")
+        options = self._resume_options
+        passes = 0
+        while True:
+            if self._ended is not None:
+                if options is None or self._ended.code not in _SERVER_WENT_AWAY:
+                    raise self._ended
+                passes += 1
+                if passes > options.max_attempts:
+                    raise self._ended
+                self._reconnect(self._ended)
+            try:
+                response = self._exchange(request)
+            except PosewireError:
+                if options is None or self._ended.code not in _SERVER_WENT_AWAY:
+                    raise
+                continue
+            self._log_for_replay(request, response)
+            return response
+
+    def _exchange(self, request):
+        """One request and its answer on the current stream, no resume. A
+        hand-over in its place (the server drains and did not read
+        `request`) becomes the newest snapshot, and the stream's end is
+        raised."""
+        if self._ended is not None:
+            raise self._ended
         self._requests.put(request)
-        return self._next_response()
+        response = self._next_response()
+        if response.HasField("snapshot") and response.snapshot.handover:
+            self._handed_over = True
+            if response.snapshot.status.code == 0:
+                self._take_snapshot(response.snapshot)
+            self._next_response()  # raises the stream's end
+            raise self._stream_ended(PosewireError(
+                grpc.StatusCode.UNAVAILABLE, "the session was handed over",
+                "Session"))
+        return response
+
+    def _stream_ended(self, error):
+        self._ended = error
+        if self._resume_options is None:
+            self._closed = True
+        return error
 
     def _next_response(self):
         try:
             return next(self._responses)
         except grpc.RpcError as error:
-            self._closed = True
-            raise PosewireError.from_rpc_error(error, "Session") from None
+            raise self._stream_ended(
+                PosewireError.from_rpc_error(error, "Session")) from None
         except StopIteration:
-            self._closed = True
-            raise PosewireError(grpc.StatusCode.UNAVAILABLE,
-                                "the session stream closed") from None
+            raise self._stream_ended(PosewireError(
+                grpc.StatusCode.UNAVAILABLE,
+                "the session stream closed")) from None
+
+    def _log_for_replay(self, request, response):
+        if self._resume_options is None:
+            return
+        which = request.WhichOneof("message")
+        if which and which.startswith("register_"):
+            accepted = response.registered.status.code == 0
+        elif which == "frame":
+            # A refused frame changed nothing; one with per-character
+            # errors advanced the session.
+            accepted = response.frame.status.code == 0
+        else:
+            accepted = False
+        if accepted:
+            self._replay_log.append(request)
+
+    def _take_snapshot(self, snapshot):
+        self._latest_snapshot = snapshot
+        self._replay_log = []
+
+    def _reconnect(self, cause):
+        options = self._resume_options
+        started = time.monotonic()
+        handover = self._handed_over
+        backoff = options.first_backoff
+        last = cause
+        for attempt in range(1, options.max_attempts + 1):
+            if attempt > 1:
+                self.resume_counters.failed_attempts += 1
+                time.sleep(backoff)
+                backoff = min(backoff * 2, options.max_backoff)
+            if self._channel is not None:
+                try:
+                    grpc.channel_ready_future(self._channel).result(
+                        timeout=options.connect_timeout)
+                except grpc.FutureTimeoutError:
+                    last = PosewireError(
+                        grpc.StatusCode.UNAVAILABLE,
+                        f"no server answered within {options.connect_timeout} s")
+                    continue
+            self._open_stream()
+            resumed_from = self._latest_snapshot.after_sequence
+            try:
+                replayed = self._resume_on_new_stream()
+            except PosewireError as error:
+                last = error
+                if error.code not in _SERVER_WENT_AWAY:
+                    break
+                continue
+            counters = self.resume_counters
+            counters.resumes += 1
+            counters.handovers += 1 if handover else 0
+            counters.replayed += replayed
+            if options.on_resume is not None:
+                options.on_resume(ResumeEvent(
+                    cause=cause, handover=handover,
+                    after_sequence=resumed_from, replayed=replayed,
+                    attempts=attempt, seconds=time.monotonic() - started))
+            return
+        error = PosewireError(
+            last.code, f"the session could not be resumed after its stream "
+            f"ended ({cause.message}): {last.message}", "Session")
+        self._ended = error
+        raise error
+
+    def _resume_on_new_stream(self):
+        if self._latest_snapshot.data:
+            self._resume_stream(self.resume_point())
+        log, self._replay_log = self._replay_log, []
+        for i, request in enumerate(log):
+            try:
+                self._exchange(request)
+            except PosewireError:
+                # A hand-over covers what was replayed; the rest is left.
+                self._replay_log.extend(log[i:])
+                raise
+            self._replay_log.append(request)
+        # Periodic snapshots are per stream: ask again, which also takes
+        # one covering the replay.
+        if self._snapshot_every > 0:
+            response = self._exchange(pb.SessionRequest(
+                snapshot=pb.SnapshotRequest(
+                    every_frames=self._snapshot_every)))
+            if response.snapshot.status.code == 0:
+                self._take_snapshot(response.snapshot)
+            self._frames_since_snapshot = 0
+        return len(log)
 
     def _register(self, kind, request):
         response = self.call(request)
@@ -251,7 +454,7 @@ class Session:
                                             "snapshot")
         self._snapshot_every = every_frames
         self._frames_since_snapshot = 0
-        self._latest_snapshot = response.snapshot
+        self._take_snapshot(response.snapshot)
         return response.snapshot
 
     def resume_point(self):
@@ -267,7 +470,13 @@ class Session:
         return ResumePoint(self._latest_snapshot, registrations)
 
     def _resume(self, point):
-        response = self.call(pb.SessionRequest(
+        self._sequence = self._resume_stream(point)
+        self._take_snapshot(point.snapshot)
+
+    def _resume_stream(self, point):
+        """Sends the resume and resends what it asks for, on the current
+        stream; returns the sequence the session goes on after."""
+        response = self._exchange(pb.SessionRequest(
             resume=pb.ResumeSession(snapshot=point.snapshot.data)))
         if response.resume.status.code != 0:
             raise PosewireError.from_status(response.resume.status, "resume")
@@ -280,9 +489,12 @@ class Session:
                     grpc.StatusCode.NOT_FOUND,
                     f"resume: the server asks for {missing.kind} "
                     f"'{missing.id}', which the resume point does not hold")
-            self._register(missing.kind, request)
-        self._sequence = response.resume.after_sequence
-        self._latest_snapshot = point.snapshot
+            status = self._exchange(request).registered.status
+            if status.code != 0:
+                raise PosewireError.from_status(
+                    status, f"register {missing.kind} '{missing.id}'")
+            self._registrations[_request_key(request)] = request
+        return response.resume.after_sequence
 
     def register_skeleton(self, skeleton_id, skeleton):
         """skeleton: a posewire.v1.Skeleton (see poses.make_skeleton)."""
@@ -351,6 +563,11 @@ class Session:
         check result.characters[i].status.code (0 is OK) or use
         Session.raise_for_characters.
         """
+        options = self._resume_options
+        if (options is not None and self._snapshot_every == 0
+                and options.snapshot_every_frames > 0):
+            # Resuming needs snapshots: without them every frame is kept.
+            self.snapshot(options.snapshot_every_frames)
         if sequence is None:
             sequence = self._sequence + 1
         frame = pb.Frame(sequence=sequence, dt=dt)
@@ -375,10 +592,17 @@ class Session:
         return result
 
     def _read_periodic_snapshot(self):
-        snapshot = self._next_response().snapshot
+        try:
+            snapshot = self._next_response().snapshot
+        except PosewireError:
+            # The frame was answered; with auto_resume the next call
+            # resumes, without it the stream's end is the error.
+            if self._resume_options is None:
+                raise
+            return
         # A refused one (over the size limit) leaves the previous in place.
         if snapshot.status.code == 0:
-            self._latest_snapshot = snapshot
+            self._take_snapshot(snapshot)
 
     @staticmethod
     def raise_for_characters(result):
@@ -394,6 +618,8 @@ class Session:
         if self._closed:
             return
         self._closed = True
+        if self._ended is not None:
+            return  # its calls saw the status
         self._requests.put(None)
         try:
             for _ in self._responses:

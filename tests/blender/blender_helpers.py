@@ -93,3 +93,51 @@ def run(test_case_classes):
     sys.stdout.flush()
     if not result.wasSuccessful():
         sys.exit(1)
+
+
+class WalkTestCase(unittest.TestCase):
+    """Each test on a fresh scene with the add-on enabled and the CMU walk
+    imported (self.obj); the link is disconnected after it."""
+
+    def setUp(self):
+        reset_scene()
+        enable_addon()
+        from posewire_blender import runtime
+        self.runtime = runtime
+        self.obj = import_cmu_walk()
+        self.scene = bpy.context.scene
+
+    def tearDown(self):
+        bpy.ops.posewire.disconnect()
+
+    def pump(self, predicate, what):
+        """Runs the add-on's timer until `predicate` holds (20 s at most)."""
+        self.assertTrue(self.runtime.pump_until(predicate, 20.0),
+                        f"timed out waiting for {what}; link: "
+                        f"{self.runtime.status()}, armature error: "
+                        f"{self.obj.posewire.last_error}")
+
+
+def add_ponytail(obj, gravity=(0.0, 0.0, -200.0)):
+    """A horizontal three-bone chain (Tail0-Tail2, 2 units each) straight
+    back from the head, simulated by a spring set-up with `gravity` and no
+    stiffness; the armature's animation is cleared, so only the spring
+    moves it."""
+    obj.animation_data_clear()
+    bpy.ops.object.mode_set(mode="EDIT")
+    bones = obj.data.edit_bones
+    parent = bones["Head"]
+    head = parent.tail.copy()
+    for i in range(3):
+        bone = bones.new(f"Tail{i}")
+        bone.head = head
+        bone.tail = head + Vector((0.0, -2.0, 0.0))
+        bone.parent = parent
+        bone.use_connect = i > 0
+        head, parent = bone.tail.copy(), bone
+    bpy.ops.object.mode_set(mode="POSE")
+    bpy.ops.object.mode_set(mode="OBJECT")
+    spring = obj.posewire.springs.add()
+    spring.name, spring.root_bone = "ponytail", "Tail0"
+    spring.gravity = gravity
+    spring.stiffness = 0.0

@@ -40,24 +40,7 @@ def world_head(obj, bone):
     return obj.matrix_world @ obj.pose.bones[bone].head
 
 
-class LiveAndBake(unittest.TestCase):
-
-    def setUp(self):
-        h.reset_scene()
-        h.enable_addon()
-        from posewire_blender import runtime
-        self.runtime = runtime
-        self.obj = h.import_cmu_walk()
-        self.scene = bpy.context.scene
-
-    def tearDown(self):
-        bpy.ops.posewire.disconnect()
-
-    def pump(self, predicate, what):
-        self.assertTrue(self.runtime.pump_until(predicate, 20.0),
-                        f"timed out waiting for {what}; link: "
-                        f"{self.runtime.status()}, armature error: "
-                        f"{self.obj.posewire.last_error}")
+class LiveAndBake(h.WalkTestCase):
 
     def add_limb_targets(self):
         """Empties where the wrists and ankles are at TARGET_FRAME, carried
@@ -392,24 +375,7 @@ class LiveAndBake(unittest.TestCase):
 
     def test_spring_chain_droops_under_gravity(self):
         obj = self.obj
-        obj.animation_data_clear()  # a still rig: only gravity moves it
-        bpy.ops.object.mode_set(mode="EDIT")
-        bones = obj.data.edit_bones
-        parent = bones["Head"]
-        head = parent.tail.copy()
-        for i in range(3):  # a horizontal ponytail, straight back
-            bone = bones.new(f"Tail{i}")
-            bone.head = head
-            bone.tail = head + Vector((0.0, -2.0, 0.0))
-            bone.parent = parent
-            bone.use_connect = i > 0
-            head, parent = bone.tail.copy(), bone
-        bpy.ops.object.mode_set(mode="POSE")
-        bpy.ops.object.mode_set(mode="OBJECT")
-        spring = obj.posewire.springs.add()
-        spring.name, spring.root_bone = "ponytail", "Tail0"
-        spring.gravity = (0.0, 0.0, -200.0)
-        spring.stiffness = 0.0
+        h.add_ponytail(obj)
         self.scene.frame_set(1)
         bpy.context.view_layer.update()
         tip_rest = obj.matrix_world @ obj.pose.bones["Tail2"].tail

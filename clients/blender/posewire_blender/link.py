@@ -6,10 +6,15 @@ them; the worker owns the gRPC channel and the posewire Session, sends them
 in order, and queues results that a bpy.app.timers callback picks up with
 `poll` (which never blocks) and hands to their owner by key (runtime.py). Nothing here imports bpy.
 
-A session's registrations die with it, so the worker remembers every
-registered character and registers it again after reconnecting. When the
-server goes away the worker reports LOST with the reason and keeps trying
-to reconnect with a growing delay; `reconnect_now` skips the wait.
+The session resumes by itself (the Python client's auto_resume) when its
+server goes away and another replica answers at the same address (a
+balancer, or a gRPC address list such as
+"ipv4:10.0.0.1:50051,10.0.0.2:50051"): registrations and per-character
+state (spring bones, crossfades) carry on, and `resumes` counts it. When
+that fails, registrations die with the session, so the worker remembers
+every registered character and registers it again after reconnecting: it
+reports LOST with the reason and keeps trying to reconnect with a growing
+delay; `reconnect_now` skips the wait.
 """
 
 import collections
@@ -70,6 +75,10 @@ class Link:
         self._wake = threading.Event()
         self._stop = False
         self.server_info = None
+        # Automatic resumes of the session on another replica, and what the
+        # last one said (for the panel).
+        self.resumes = 0
+        self.last_resume = ""
         self._thread = threading.Thread(target=self._run, name="posewire",
                                         daemon=True)
         self._thread.start()
@@ -152,7 +161,8 @@ class Link:
                            tls=self._tls, root_certificates=self._ca_pem)
         try:
             self.server_info = client.info()
-            session = client.session()
+            session = client.session(auto_resume=True,
+                                     on_resume=self._resumed)
         except Exception:
             client.close()
             raise
@@ -183,6 +193,15 @@ class Link:
                     pass
                 client.close()
         self._set_state(CLOSED)
+
+    def _resumed(self, event):
+        how = ("handed over by a draining server" if event.handover else
+               f"after {event.cause.code.name}, {event.replayed} "
+               "messages replayed")
+        with self._lock:
+            self.resumes += 1
+            self.last_resume = (f"session resumed on another replica "
+                                f"({how}, {event.seconds * 1000:.0f} ms)")
 
     def _lost(self, message):
         self._set_state(LOST, f"server {self.address} lost: {message}")

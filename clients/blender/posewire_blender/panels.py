@@ -41,7 +41,9 @@ class POSEWIRE_PT_main(_Panel, bpy.types.Panel):
                 row.operator("posewire.reconnect", icon="FILE_REFRESH")
             row.operator("posewire.disconnect")
         if message:
-            layout.label(text=message, icon="ERROR")
+            # Connected, the message is a note (a resumed session).
+            layout.label(text=message,
+                         icon="INFO" if state == CONNECTED else "ERROR")
         settings = obj.posewire
         row = layout.row()
         if settings.live:

@@ -105,7 +105,10 @@ def status():
     link = RUNTIME.link
     if link is None:
         return "DISCONNECTED", ""
-    return link.state, link.error
+    state, message = link.state, link.error
+    if state == "CONNECTED" and not message and link.last_resume:
+        message = link.last_resume
+    return state, message
 
 
 def start_live(obj):

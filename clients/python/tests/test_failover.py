@@ -18,7 +18,7 @@ import time
 import unittest
 
 import posewire
-from posewire import ops, pb, types
+from posewire import ops, types
 
 BINARY = os.environ.get("POSEWIRE_SERVER_BINARY", "posewire-server")
 

@@ -1,8 +1,11 @@
 #include "server/service/pose_history.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "absl/strings/str_cat.h"
+#include "server/wire/wire_convert.h"
 #include "solver_core/referee/rewind.h"
 
 namespace posewire::server {
@@ -25,6 +28,68 @@ void PoseHistory::Commit(double time, const Transform& root) {
   } else {
     start_ = (start_ + 1) % capacity_;  // the oldest frame was overwritten
   }
+}
+
+void PoseHistory::ToProto(
+    google::protobuf::RepeatedPtrField<v1::HistoryFrame>* frames) const {
+  for (int age = 0; age < size_; ++age) {
+    const Frame& frame = At(age);
+    v1::HistoryFrame* out = frames->Add();
+    out->set_time(frame.time);
+    PoseToProto(absl::MakeConstSpan(&frame.root, 1), out->mutable_root());
+    PoseToProto(frame.model, out->mutable_model());
+  }
+}
+
+absl::Status PoseHistory::FromProto(
+    const google::protobuf::RepeatedPtrField<v1::HistoryFrame>& frames,
+    int joints, absl::string_view field) {
+  start_ = 0;
+  size_ = 0;
+  if (capacity_ <= 0) return absl::OkStatus();
+  const int first = std::max(0, frames.size() - capacity_);
+  for (int i = first; i < frames.size(); ++i) {
+    const v1::HistoryFrame& in = frames[i];
+    const std::string at = absl::StrCat(field, "[", i, "]");
+    absl::Status s = ReadFrame(in, joints, at);
+    if (!s.ok()) {
+      start_ = 0;
+      size_ = 0;
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PoseHistory::ReadFrame(const v1::HistoryFrame& in, int joints,
+                                    absl::string_view at) {
+  if (!std::isfinite(in.time()) || (size_ > 0 && in.time() < newest_time())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ".time: ", in.time(),
+                     " is not finite or goes back before the frame before it"));
+  }
+  absl::StatusOr<LocalPose> root =
+      UnsizedPoseFromProto(in.root(), absl::StrCat(at, ".root"));
+  if (!root.ok()) return root.status();
+  absl::StatusOr<LocalPose> model =
+      UnsizedPoseFromProto(in.model(), absl::StrCat(at, ".model"));
+  if (!model.ok()) return model.status();
+  if (root->size() != 1 || static_cast<int>(model->size()) != joints) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ": ", root->size(), " root and ", model->size(),
+                     " model transforms for a skeleton of ", joints,
+                     " joints (expected 1 and ", joints, ")"));
+  }
+  const auto finite = [](const Transform& t) { return IsFinite(t); };
+  if (!finite((*root)[0]) ||
+      !std::all_of(model->begin(), model->end(), finite)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ": a transform is not finite"));
+  }
+  absl::Span<Transform> slot = Next(joints);
+  std::copy(model->begin(), model->end(), slot.begin());
+  Commit(in.time(), (*root)[0]);
+  return absl::OkStatus();
 }
 
 absl::Status PoseHistory::Empty(absl::string_view field) const {

@@ -10,6 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "google/protobuf/repeated_ptr_field.h"
+#include "posewire/v1/posewire.pb.h"
 #include "solver_core/model/pose.h"
 #include "solver_core/model/transform.h"
 
@@ -42,6 +44,18 @@ class PoseHistory {
   absl::Status Rewind(double time, double window_seconds,
                       absl::string_view field, ModelPose& model,
                       Transform& root) const;
+  // The frames kept, oldest first, as a snapshot carries them.
+  void ToProto(
+      google::protobuf::RepeatedPtrField<v1::HistoryFrame>* frames) const;
+  // Replaces the history with `frames` (a snapshot's, oldest first; only
+  // the newest `capacity` are kept) for a skeleton of `joints` joints.
+  // INVALID_ARGUMENT naming `field` for a frame of the wrong size, a
+  // non-finite value or times that go backwards; the history is then
+  // empty.
+  absl::Status FromProto(
+      const google::protobuf::RepeatedPtrField<v1::HistoryFrame>& frames,
+      int joints, absl::string_view field);
+
   // The newest frame's pose (size() > 0 or OUT_OF_RANGE naming `field`).
   absl::Status Newest(absl::string_view field, ModelPose& model,
                       Transform& root) const;
@@ -52,6 +66,9 @@ class PoseHistory {
     Transform root;
     std::vector<Transform> model;
   };
+  // Appends one frame of a snapshot (FromProto), naming `at` in errors.
+  absl::Status ReadFrame(const v1::HistoryFrame& in, int joints,
+                         absl::string_view at);
   // The frame `age` places after the oldest (0: oldest).
   const Frame& At(int age) const { return ring_[(start_ + age) % capacity_]; }
   absl::Status Empty(absl::string_view field) const;

@@ -165,9 +165,23 @@ void Session::WriteSnapshot(v1::SessionSnapshot* snapshot) {
     out->set_rig_id(entry->second.rig_id);
     StateToProto(entry->second.state, *entry->second.rig->clips,
                  out->mutable_state());
+    entry->second.history.ToProto(out->mutable_history());
   }
   std::string data = SealSnapshot(content, {.key = config_.snapshot_key});
   const int64_t limit = config_.EffectiveSnapshotBytes();
+  // Histories are what grows fastest (a model pose per kept frame per
+  // character): over the limit, the snapshot goes without them rather
+  // than not at all, and says so.
+  bool histories_omitted = false;
+  if (static_cast<int64_t>(data.size()) > limit) {
+    for (v1::SnapshotCharacter& c : *content.mutable_characters()) {
+      histories_omitted = histories_omitted || !c.history().empty();
+      c.clear_history();
+    }
+    if (histories_omitted) {
+      data = SealSnapshot(content, {.key = config_.snapshot_key});
+    }
+  }
   if (static_cast<int64_t>(data.size()) > limit) {
     ++stats_.errors;
     SetStatus(absl::ResourceExhaustedError(absl::StrCat(
@@ -182,6 +196,7 @@ void Session::WriteSnapshot(v1::SessionSnapshot* snapshot) {
   snapshot->set_after_sequence(content.after_sequence());
   snapshot->set_any_frame(content.any_frame());
   snapshot->set_version(kSnapshotVersion);
+  snapshot->set_histories_omitted(histories_omitted);
   *snapshot->mutable_registrations() =
       std::move(*content.mutable_registrations());
 }
@@ -294,15 +309,23 @@ absl::Status Session::FinishResume() {
       return absl::InvalidArgumentError(
           absl::StrCat(s.message(), "; the stream is empty again, as new"));
     }
+    PoseHistory history(config_.history_frames);
+    if (absl::Status s =
+            history.FromProto(c.history(), rig->second->skeleton->num_joints(),
+                              absl::StrCat(field, ".history"));
+        !s.ok()) {
+      Clear();
+      return absl::InvalidArgumentError(
+          absl::StrCat(s.message(), "; the stream is empty again, as new"));
+    }
     v1::SessionRequest registration;
     registration.mutable_register_character()->set_id(c.id());
     registration.mutable_register_character()->set_rig_id(c.rig_id());
     bytes_ += static_cast<int64_t>(registration.ByteSizeLong());
-    characters_.emplace(
-        c.id(), Character{.rig_id = c.rig_id(),
-                          .rig = rig->second,
-                          .state = std::move(state),
-                          .history = PoseHistory(config_.history_frames)});
+    characters_.emplace(c.id(), Character{.rig_id = c.rig_id(),
+                                          .rig = rig->second,
+                                          .state = std::move(state),
+                                          .history = std::move(history)});
     ++objects_;
   }
   any_frame_ = content.any_frame();

@@ -56,6 +56,8 @@ start_server server "$server_bin" --threads=2
 unset POSEWIRE_PYTHON_STUBS
 export PYTHONPATH=$work/site
 export POSEWIRE_SERVER=$addr
+# tests/test_failover.py starts two servers of its own.
+export POSEWIRE_SERVER_BINARY=$server_bin
 export POSEWIRE_TEST_DATA=$source_dir/tests/data
 export PYTHONDONTWRITEBYTECODE=1
 cd "$work"

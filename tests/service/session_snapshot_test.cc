@@ -149,7 +149,9 @@ const v1::SessionRequest* Find(const std::vector<v1::SessionRequest>& all,
          r.register_clip().id() == wanted.id() &&
          r.register_clip().skeleton_id() == wanted.skeleton_id()) ||
         (wanted.kind() == "rig" && r.has_register_rig() &&
-         r.register_rig().id() == wanted.id())) {
+         r.register_rig().id() == wanted.id()) ||
+        (wanted.kind() == "hitboxes" && r.has_register_hitboxes() &&
+         r.register_hitboxes().id() == wanted.id())) {
       return &r;
     }
   }
@@ -273,8 +275,18 @@ TEST_F(SessionSnapshotTest,
   for (const v1::SessionRequest& r : registrations) {
     registered_bytes += static_cast<int64_t>(r.ByteSizeLong());
   }
-  EXPECT_LT(static_cast<int64_t>(snapshot.data().size()),
+  // The state apart from the pose histories (a model pose per timed frame
+  // kept, here all of them), which carry on rewinds after the resume.
+  absl::StatusOr<v1::SnapshotContent> content =
+      OpenSnapshot(snapshot.data(), {}, 1 << 30, "snapshot");
+  ASSERT_TRUE(content.ok()) << content.status();
+  for (v1::SnapshotCharacter& c : *content->mutable_characters()) {
+    EXPECT_EQ(c.history_size(), kSnapshotFrame);
+    c.clear_history();
+  }
+  EXPECT_LT(static_cast<int64_t>(content->ByteSizeLong()),
             registered_bytes / 100);
+  EXPECT_FALSE(snapshot.histories_omitted());
 
   std::vector<v1::SessionResponse> on_a;
   for (int f = kSnapshotFrame + 1; f <= kLastFrame; ++f) {
@@ -511,6 +523,106 @@ TEST_F(SessionSnapshotTest, GetInfo_ReportsTheSnapshotLimitAndVersion) {
   ASSERT_TRUE(stub_->GetInfo(&context, {}, &info).ok());
   EXPECT_EQ(info.limits().max_snapshot_bytes(), uint64_t{4} << 20);
   EXPECT_EQ(info.limits().snapshot_version(), 1u);
+}
+
+// A sphere round each character's head, as set "heads".
+v1::SessionRequest HeadHitboxes() {
+  v1::SessionRequest r;
+  v1::RegisterHitboxes* set = r.mutable_register_hitboxes();
+  set->set_id("heads");
+  set->set_skeleton_id("cmu");
+  v1::Hitbox* head = set->add_hitboxes();
+  head->set_joint("Head");
+  head->set_shape(v1::HITBOX_SHAPE_SPHERE);
+  head->set_radius(4.0f);
+  return r;
+}
+
+// Both characters rewound to halfway between frames f - 1 and f, with
+// their poses, and a sphere near the first one's start.
+v1::SessionRequest RewindTo(int f) {
+  v1::SessionRequest r;
+  v1::HitQuery* query = r.mutable_query();
+  query->set_time(f * static_cast<double>(kDt) - 0.5 * kDt);
+  query->set_want_poses(true);
+  for (const char* id : {"hero", "sidekick"}) {
+    v1::HitTarget* t = query->add_targets();
+    t->set_character_id(id);
+    t->set_hitbox_set("heads");
+  }
+  v1::SphereQuery* sphere = query->add_spheres();
+  *sphere->mutable_center() = Vec(0.0f, 30.0f, 0.0f);
+  sphere->set_radius(10.0f);
+  return r;
+}
+
+TEST_F(SessionSnapshotTest,
+       PoseHistoriesTravel_ARewindBeforeTheResumeAnswersTheSame) {
+  StartReplica();
+  std::vector<v1::SessionRequest> registrations = Registrations();
+  registrations.push_back(HeadHitboxes());
+  OpenStream a = OpenWithCharacters(*stub_);
+  ExpectRegistered(RoundTrip(*a.stream, HeadHitboxes()));
+  for (int f = 1; f <= 10; ++f)
+    ExpectSolved(RoundTrip(*a.stream, FrameNumber(f)), 100 + f);
+  const v1::SessionSnapshot snapshot = TakeSnapshot(*a.stream);
+  EXPECT_FALSE(snapshot.histories_omitted());
+  // Between frames 6 and 7 (interpolated) and between 2 and 3: both
+  // before the snapshot, both inside the one-second window.
+  std::vector<v1::QueryResult> on_a;
+  for (int f : {7, 3}) {
+    const v1::SessionResponse answer = RoundTrip(*a.stream, RewindTo(f));
+    ASSERT_EQ(answer.query().status().code(), 0)
+        << answer.query().status().message();
+    on_a.push_back(answer.query());
+  }
+
+  OpenStream b = Open(*replica_stub_);
+  Resume(*b.stream, snapshot.data(), registrations);
+  for (size_t i = 0; i < on_a.size(); ++i) {
+    const v1::SessionResponse answer =
+        RoundTrip(*b.stream, RewindTo(i == 0 ? 7 : 3));
+    ASSERT_EQ(answer.query().status().code(), 0)
+        << answer.query().status().message();
+    ASSERT_EQ(answer.query().poses_size(), 2);
+    EXPECT_EQ(answer.query().SerializeAsString(), on_a[i].SerializeAsString())
+        << "rewind " << i;
+  }
+  for (OpenStream* s : {&a, &b}) {
+    s->stream->WritesDone();
+    EXPECT_TRUE(s->stream->Finish().ok());
+  }
+}
+
+// A limit the characters' state fits under but not their histories.
+class HistoryOverLimitTest : public SessionSnapshotTest {
+ protected:
+  void Configure(ServerConfig& config) override {
+    config.max_snapshot_bytes = 16 << 10;
+  }
+};
+
+TEST_F(HistoryOverLimitTest, SnapshotGoesWithoutHistoriesAndSaysSo) {
+  StartReplica();
+  OpenStream a = OpenWithCharacters(*stub_);
+  for (int f = 1; f <= 10; ++f)
+    ExpectSolved(RoundTrip(*a.stream, FrameNumber(f)), 100 + f);
+  const v1::SessionSnapshot snapshot = TakeSnapshot(*a.stream);
+  EXPECT_TRUE(snapshot.histories_omitted());
+  EXPECT_LE(snapshot.data().size(), 16u << 10);
+  const v1::SessionResponse next_on_a = RoundTrip(*a.stream, FrameNumber(11));
+
+  // The state still travels: the next frame is the same; rewinds reach
+  // only frames solved after the resume.
+  OpenStream b = Open(*replica_stub_);
+  Resume(*b.stream, snapshot.data(), Registrations());
+  const v1::SessionResponse next_on_b = RoundTrip(*b.stream, FrameNumber(11));
+  EXPECT_EQ(next_on_b.frame().SerializeAsString(),
+            next_on_a.frame().SerializeAsString());
+  for (OpenStream* s : {&a, &b}) {
+    s->stream->WritesDone();
+    EXPECT_TRUE(s->stream->Finish().ok());
+  }
 }
 
 class SmallSnapshotLimitTest : public SessionSnapshotTest {

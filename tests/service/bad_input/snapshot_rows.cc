@@ -2,6 +2,7 @@
 // snapshots the usual session setup after one frame on a stream of its
 // own, then sends its bad messages on a new stream; after the refusal the
 // new stream must still resume from the good snapshot and solve a frame.
+#include "server/service/session_snapshot.h"
 #include "tests/service/bad_input/harness.h"
 
 namespace posewire::server::bad_input {
@@ -62,6 +63,13 @@ Outcome Send(Stream& stream, const Messages& messages, bool all_ok) {
   return last;
 }
 
+// A resume from `data` and every resend it asks for.
+Messages ResumeAndResend(const std::string& data) {
+  Messages m{ResumeFrom(data)};
+  for (const v1::SessionRequest& r : Resends()) m.push_back(r);
+  return m;
+}
+
 // `bad` (given the good snapshot) on a new stream, then `recover` and a
 // frame, which must be solved.
 BadInput ResumeRow(std::string name, std::string input,
@@ -109,12 +117,7 @@ BadInput BadSnapshotRow(std::string name, std::string input,
         edit(bad);
         return Messages{ResumeFrom(bad)};
       },
-      [](const std::string& data) {
-        Messages m{ResumeFrom(data)};
-        for (const v1::SessionRequest& r : Resends()) m.push_back(r);
-        return m;
-      },
-      code, std::move(message));
+      ResumeAndResend, code, std::move(message));
 }
 
 // A good resume, the resends before `index`, then resend `index` edited.
@@ -212,6 +215,23 @@ std::vector<BadInput> SnapshotRows() {
       StatusCode::FAILED_PRECONDITION,
       "register_character.id: character 'hero' is not one this resuming "
       "session waits for"));
+  add(ResumeRow(
+      "resume_history_of_another_skeleton",
+      "a resealed snapshot whose character has a one-joint pose history",
+      [](const std::string& data) {
+        absl::StatusOr<v1::SnapshotContent> content =
+            OpenSnapshot(data, {}, 1 << 30, "snapshot");
+        v1::HistoryFrame* frame = content->mutable_characters(0)->add_history();
+        PoseToProto(std::vector<Transform>(1, Transform::Identity()),
+                    frame->mutable_root());
+        PoseToProto(std::vector<Transform>(1, Transform::Identity()),
+                    frame->mutable_model());
+        return snapshot_rows::ResumeAndResend(SealSnapshot(*content, {}));
+      },
+      snapshot_rows::ResumeAndResend, StatusCode::INVALID_ARGUMENT,
+      "resume.snapshot.characters[0].history[0]: 1 root and 1 model "
+      "transforms for a skeleton of 31 joints (expected 1 and 31); the "
+      "stream is empty again, as new"));
   add(SessionRow(
       "resume_not_first", "a resume after the session's registrations",
       [] { return Messages{ResumeFrom("anything")}; },

@@ -3,8 +3,10 @@
 # brings up REPLICAS posewire-server replicas behind nginx with Prometheus,
 # checks health through nginx, drives a short load through it, checks that
 # every replica served calls (its own /metrics, and Prometheus' scrape of
-# it), stops the replicas with SIGTERM (each must drain and exit 0), then
-# tears everything down.
+# it), stops one replica under Session streams that resume on the others
+# (posewire-load --resume: no error, every frame answered), stops the
+# replicas with SIGTERM (each must drain and exit 0), then tears
+# everything down.
 #
 #   scripts/test-deploy.sh          (as root; Debian bookworm)
 #
@@ -311,6 +313,31 @@ done
 log "prometheus: $up of $replicas replicas up, $served with Solve calls"
 [[ $up -eq $replicas && $served -eq $replicas ]] ||
   fail "prometheus does not see every replica serving"
+
+# --- A replica stopped under resuming streams --------------------------------
+# docker stop (SIGTERM) on one replica while Session streams run through
+# nginx: its sessions hand over and posewire-load resumes them on the
+# others through nginx. Its callers must see no error and no unanswered
+# frame; the report counts the resumes.
+log "stopping one replica under $((2 * replicas)) resuming Session streams"
+"${load[@]}" --mode=stream --streams=$((2 * replicas)) \
+  --channels=$((2 * replicas)) --rate=60 --resume \
+  --duration=$((load_seconds + 3)) \
+  >"$tmp/load-resume.txt" 2>&1 &
+resume_load=$!
+for _ in $(seq 1 100); do  # until the streams are solving frames
+  grep -q '^\[service' "$tmp/load-resume.txt" 2>/dev/null && break
+  sleep 0.2
+done
+docker stop --time 15 "${replica_ids[0]}" >/dev/null
+wait "$resume_load" ||
+  { cat "$tmp/load-resume.txt" >&2; fail "resuming stream load had errors"; }
+grep -E '^service |errors:|handed over' "$tmp/load-resume.txt"
+resumes=$(sed -n 's/.*handed over by a draining server: \([0-9]*\), resumed: \([0-9]*\).*/\2/p' \
+  "$tmp/load-resume.txt")
+[[ ${resumes:-0} -ge 1 ]] ||
+  { cat "$tmp/load-resume.txt" >&2; fail "no stream was handed over and resumed"; }
+log "replica ${replica_ids[0]:0:12} stopped: $resumes streams resumed elsewhere, no error"
 
 # --- Graceful stop ------------------------------------------------------------
 # SIGTERM (docker stop) must make each replica drain and exit 0 well within

@@ -16,7 +16,12 @@ constexpr int kResponseRegistered = 1;  // SessionResponse.registered
 constexpr int kResponseFrame = 2;       // SessionResponse.frame
 constexpr int kResponseQuery = 3;       // SessionResponse.query
 constexpr int kResponseSnapshot = 6;    // SessionResponse.snapshot
+constexpr int kSnapshotStatus = 1;      // SessionSnapshot.status
+constexpr int kSnapshotData = 2;        // SessionSnapshot.data
 constexpr int kSnapshotHandover = 7;    // SessionSnapshot.handover
+constexpr int kResponseResume = 7;      // SessionResponse.resume
+constexpr int kResumeStatus = 1;        // ResumeResult.status
+constexpr int kResumeMissing = 2;       // ResumeResult.missing
 constexpr int kQueryStatus = 1;         // QueryResult.status
 constexpr int kRegisteredStatus = 3;    // Registered.status
 constexpr int kFrameStatus = 2;         // FrameResult.status
@@ -122,14 +127,41 @@ bool ReadAnswerReceipt(google::protobuf::io::ZeroCopyInputStream* stream,
         return true;
       });
     } else if (IsMessage(tag, kResponseSnapshot)) {
+      std::string data;
+      int code = 0;
+      bool handover = false;
       read = ReadMessage(in, [&](uint32_t t, bool* ok) {
-        if (t != WireFormatLite::MakeTag(kSnapshotHandover,
-                                         WireFormatLite::WIRETYPE_VARINT)) {
+        if (IsMessage(t, kSnapshotStatus)) {
+          *ok = ReadStatus(in, &code);
+        } else if (IsMessage(t, kSnapshotData)) {
+          *ok = WireFormatLite::ReadBytes(&in, &data);
+        } else if (t ==
+                   WireFormatLite::MakeTag(kSnapshotHandover,
+                                           WireFormatLite::WIRETYPE_VARINT)) {
+          uint32_t value = 0;
+          *ok = in.ReadVarint32(&value);
+          handover = value != 0;
+        } else {
           return false;
         }
-        uint32_t value = 0;
-        *ok = in.ReadVarint32(&value);
-        if (value != 0) receipt->kind = AnswerReceipt::Kind::kHandover;
+        return true;
+      });
+      if (handover) {
+        receipt->kind = AnswerReceipt::Kind::kHandover;
+        receipt->code = code;
+        receipt->handover_data = std::move(data);
+      }
+    } else if (IsMessage(tag, kResponseResume)) {
+      receipt->kind = AnswerReceipt::Kind::kResumed;
+      read = ReadMessage(in, [&](uint32_t t, bool* ok) {
+        if (IsMessage(t, kResumeStatus)) {
+          *ok = ReadStatus(in, &receipt->code);
+        } else if (IsMessage(t, kResumeMissing)) {
+          ++receipt->missing;
+          return false;  // skipped
+        } else {
+          return false;
+        }
         return true;
       });
     } else {

@@ -8,6 +8,7 @@
 #define POSEWIRE_CLIENTS_LOAD_ANSWER_RECEIPT_H_
 
 #include <cstdint>
+#include <string>
 
 #include "google/protobuf/io/zero_copy_stream.h"
 
@@ -15,12 +16,18 @@ namespace posewire::load {
 
 struct AnswerReceipt {
   // kHandover: the snapshot a draining server sends in place of an answer
-  // (SessionSnapshot.handover) before it ends the stream.
-  enum class Kind { kNone, kRegistered, kFrame, kQuery, kHandover };
+  // (SessionSnapshot.handover) before it ends the stream; kResumed: the
+  // answer to a ResumeSession.
+  enum class Kind { kNone, kRegistered, kFrame, kQuery, kHandover, kResumed };
   // Which message of the SessionResponse oneof was set.
   Kind kind = Kind::kNone;
-  // registered.status.code, frame.status.code or query.status.code.
+  // registered.status.code, frame.status.code, query.status.code,
+  // snapshot.status.code (a hand-over) or resume.status.code.
   int code = 0;
+  // A hand-over's snapshot data, to resume from.
+  std::string handover_data;
+  // A resume's answer: the registrations to resend.
+  int missing = 0;
   // Characters with code 0 and a pose.
   int64_t ok_characters = 0;
   // The first failed character's code; INTERNAL for a character with code 0

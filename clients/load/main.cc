@@ -69,6 +69,11 @@ ABSL_FLAG(
     "Seconds of the clip used (0: whole clip); unary sends it every call.");
 ABSL_FLAG(int, channels, 1,
           "Separate connections the senders are spread over.");
+ABSL_FLAG(bool, resume, false,
+          "Stream mode: a stream a draining server hands over goes on, "
+          "resumed from its snapshot on whatever replica the channel reaches "
+          "next (behind a balancer), and resends the message the server did "
+          "not read. Off: the stream ends there.");
 ABSL_FLAG(bool, baseline, true,
           "Also run the identical work in process, and in stream mode the "
           "echo (--echo); false runs the service alone (a drain or soak "
@@ -305,6 +310,7 @@ int Main() {
     return 2;
   }
   c.stream = mode == "stream";
+  c.resume = absl::GetFlag(FLAGS_resume);
   c.senders =
       std::max(absl::GetFlag(FLAGS_streams), absl::GetFlag(FLAGS_callers));
   if (c.senders <= 0) c.senders = 1;
@@ -414,7 +420,7 @@ int Main() {
   bool ok = search || (network.phase.TotalErrors() == 0 &&
                        network.phase.sent >= network.phase.answered &&
                        network.phase.sent - network.phase.answered <=
-                           network.phase.handovers);
+                           network.phase.handovers - network.phase.resumes);
 
   TargetResult echoed;
   if (echo) {

@@ -153,12 +153,17 @@ struct EncodedSession {
       : queries(workload.queries) {
     for (const v1::SessionRequest& r : workload.registrations) {
       registrations.push_back(r.SerializeAsString());
+      // A resume restores characters from the snapshot; the rest is
+      // resent when the resume asks for it.
+      if (!r.has_register_character()) resends.push_back(registrations.back());
     }
     for (const v1::SessionRequest& r : workload.frames) {
       frames.emplace_back(r, workload.seconds_per_frame);
     }
   }
   std::vector<std::string> registrations;
+  // The registrations a resume asks to be resent, in order.
+  std::vector<std::string> resends;
   std::vector<load::FrameEncoder> frames;
   // The referee's hit queries, serialised per send with their time (a few
   // hundred a second, against thousands of frames in the other mixes).
@@ -174,22 +179,23 @@ struct EncodedSession {
 // gRPC's generic stub: a load generator that serialised each message would
 // spend the server's cores on its own work. Answers are read only for their
 // statuses and the presence of each pose (AnswerReceipt).
-class StreamSender final
-    : public NetworkSender,
-      public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+//
+// A draining server hands the stream over (SessionSnapshot.handover in
+// place of an answer). With --resume the stream goes on in a new call,
+// resumed from that snapshot wherever the channel now leads (another
+// replica behind a balancer), and the message the server did not read is
+// sent again: its latency includes the hand-over. Without it the stream
+// ends there.
+class StreamSender final : public NetworkSender {
  public:
   StreamSender(grpc::GenericStub& stub, const EncodedSession& encoded,
                const Phase& phase, Scheduler& scheduler, Latch& done, int index,
                SenderResult& r)
-      : NetworkSender(phase, scheduler, done, index, r), encoded_(encoded) {
-    stub.PrepareBidiStreamingCall(&context_, "/posewire.v1.PoseWire/Session",
-                                  grpc::StubOptions(), this);
-    // Held until the sender stops: between paced messages nothing is in
-    // flight, and a status arriving then (a server going away) must not end
-    // the reactor while the scheduler still holds it.
-    AddHold();
-    Send(encoded_.registrations[0]);
-    StartCall();
+      : NetworkSender(phase, scheduler, done, index, r),
+        stub_(stub),
+        encoded_(encoded) {
+    plan_ = &encoded_.registrations;
+    Open(plan_->front());
   }
 
   void Fire() override {
@@ -197,67 +203,120 @@ class StreamSender final
         encoded_.frames[sequence_ % encoded_.frames.size()];
     frame.Encode(++sequence_, &frame_bytes_);
     Sent(r_, phase_.live);
-    // Set before Send hands this sender to gRPC's threads, whose callback
+    // Set before Send hands the call to gRPC's threads, whose callback
     // reads it.
     tick_start_ = Clock::now();
-    Send(frame_bytes_);
-  }
-
-  void OnWriteDone(bool ok) override {
-    posewire::TakeBackFromGrpc(this);
-    Step(ok);
-  }
-  void OnReadDone(bool ok) override {
-    posewire::TakeBackFromGrpc(this);
-    answered_ = Clock::now();
-    read_ok_ = ok;
-    Step(ok);
-  }
-  void OnDone(const grpc::Status& status) override {
-    posewire::TakeBackFromGrpc(this);
-    // A handed-over stream ends UNAVAILABLE by design.
-    if (broken_ && !handed_over_) {
-      CountError(r_, phase_.live,
-                 status.ok() ? grpc::StatusCode::UNKNOWN
-                             : static_cast<int>(status.error_code()));
-    }
-    done_.CountDown();
+    in_flight_ = &frame_bytes_;
+    call_->Send(frame_bytes_);
   }
 
  private:
-  // Sends `bytes` (copied into gRPC's buffer, so the caller may reuse
-  // them) and reads the answer.
-  void Send(const std::string& bytes) {
-    pending_.store(2, std::memory_order_relaxed);
-    grpc::Slice slice(bytes.data(), bytes.size());
-    request_bytes_ = grpc::ByteBuffer(&slice, 1);
-    response_bytes_.Clear();
-    posewire::HandOffToGrpc(this);
-    StartRead(&response_bytes_);
-    StartWrite(&request_bytes_);
+  // One gRPC call of the stream: the first, or one resumed after a
+  // hand-over. Kept until the sender is destroyed (gRPC may still be in
+  // its OnDone when the next one starts).
+  class Call final
+      : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+   public:
+    Call(StreamSender& owner, grpc::GenericStub& stub) : owner_(owner) {
+      stub.PrepareBidiStreamingCall(&context_, "/posewire.v1.PoseWire/Session",
+                                    grpc::StubOptions(), this);
+      // Held until the stream stops or moves on: between paced messages
+      // nothing is in flight, and a status arriving then (a server going
+      // away) must not end the reactor while the scheduler still holds
+      // the sender.
+      AddHold();
+    }
+    void Start(const std::string& first) {
+      Send(first);
+      StartCall();
+    }
+    // Sends `bytes` (copied into gRPC's buffer, so the caller may reuse
+    // them) and reads the answer.
+    void Send(const std::string& bytes) {
+      pending_.store(2, std::memory_order_relaxed);
+      grpc::Slice slice(bytes.data(), bytes.size());
+      request_bytes_ = grpc::ByteBuffer(&slice, 1);
+      response_bytes_.Clear();
+      posewire::HandOffToGrpc(this);
+      StartRead(&response_bytes_);
+      StartWrite(&request_bytes_);
+    }
+    void Stop() {
+      posewire::HandOffToGrpc(this);
+      StartWritesDone();
+      RemoveHold();
+    }
+    void Release() { RemoveHold(); }  // OnDone follows with the status
+
+    void OnWriteDone(bool ok) override {
+      posewire::TakeBackFromGrpc(this);
+      Step(ok);
+    }
+    void OnReadDone(bool ok) override {
+      posewire::TakeBackFromGrpc(this);
+      answered_ = Clock::now();
+      read_ok_ = ok;
+      Step(ok);
+    }
+    void OnDone(const grpc::Status& status) override {
+      posewire::TakeBackFromGrpc(this);
+      owner_.CallDone(*this, status);
+    }
+
+    // The answer just read, into `receipt`; false if it is not one.
+    bool ParseAnswer(AnswerReceipt* receipt) {
+      if (!read_ok_) return false;
+      grpc::ProtoBufferReader reader(&response_bytes_);
+      return ReadAnswerReceipt(&reader, receipt) && reader.status().ok();
+    }
+    bool broken() const { return broken_; }
+    Clock::time_point answered() const { return answered_; }
+    bool handed_over = false;  // set before Release, which OnDone waits for
+
+   private:
+    void Step(bool ok) {
+      if (!ok) broken_ = true;
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+      owner_.Step(*this);
+    }
+
+    StreamSender& owner_;
+    grpc::ClientContext context_;
+    grpc::ByteBuffer request_bytes_;
+    grpc::ByteBuffer response_bytes_;
+    std::atomic<int> pending_{0};
+    std::atomic<bool> broken_{false};
+    bool read_ok_ = false;  // the last read's outcome, set before its Step
+    Clock::time_point answered_;
+  };
+
+  // A new call whose first message is `first`: the first registration, or
+  // a resume.
+  void Open(const std::string& first) {
+    calls_.push_back(std::make_unique<Call>(*this, stub_));
+    call_ = calls_.back().get();
+    registered_ = 0;
+    call_->Start(first);
   }
 
-  // Reads the answer just read into `receipt_`.
-  bool ParseAnswer() {
-    grpc::ProtoBufferReader reader(&response_bytes_);
-    return ReadAnswerReceipt(&reader, &receipt_) && reader.status().ok();
-  }
-
-  void Step(bool ok) {
-    if (!ok) broken_ = true;
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-    const bool parsed = read_ok_ && ParseAnswer();
+  // Both halves of the call's message are done.
+  void Step(Call& call) {
+    const bool parsed = call.ParseAnswer(&receipt_);
     if (parsed && receipt_.kind == AnswerReceipt::Kind::kHandover) {
       // The server drains: the message in flight was not read (its write
-      // may even have failed, the stream being closed), and the stream
-      // ends UNAVAILABLE. Counted, not an error; this stream sends no more.
-      handed_over_ = true;
+      // may even have failed, the stream being closed), and the call ends
+      // UNAVAILABLE. Counted, not an error.
       ++r_.handovers;
-      RemoveHold();  // OnDone follows with the status
+      call.handed_over = true;
+      if (phase_.config.resume && receipt_.code == 0 &&
+          Clock::now() < phase_.end) {
+        resume_from_ = std::move(receipt_.handover_data);
+      }
+      call.Release();
       return;
     }
-    if (broken_) {
-      RemoveHold();  // OnDone follows with the status
+    if (call.broken()) {
+      call.Release();
       return;
     }
     if (!parsed) {
@@ -266,14 +325,25 @@ class StreamSender final
       Stop();
       return;
     }
-    if (registered_ < encoded_.registrations.size()) {
-      if (const int code = RegisteredCode(receipt_); code != 0) {
+    if (registered_ < plan_->size()) {
+      const int code = receipt_.kind == AnswerReceipt::Kind::kResumed
+                           ? receipt_.code
+                           : RegisteredCode(receipt_);
+      if (code != 0) {
         CountError(r_, phase_.live, code);
         Stop();
         return;
       }
-      if (++registered_ < encoded_.registrations.size()) {
-        Send(encoded_.registrations[registered_]);
+      if (++registered_ < plan_->size()) {
+        call.Send((*plan_)[registered_]);
+        return;
+      }
+      if (resuming_) {
+        // Resumed: the message the draining server did not read goes
+        // again, still timed from its tick's start.
+        resuming_ = false;
+        ++r_.resumes;
+        call.Send(*in_flight_);
         return;
       }
       StartPacing();
@@ -284,7 +354,7 @@ class StreamSender final
       // The tick's second message: it counts when its query is answered.
       querying_ = false;
       const int code = QueryCode(receipt_);
-      Record(r_, phase_.live, tick_start_, answered_, code,
+      Record(r_, phase_.live, tick_start_, call.answered(), code,
              code == 0 ? tick_characters_ : 0);
       ScheduleNext();
       return;
@@ -298,34 +368,66 @@ class StreamSender final
       query_.SerializeToString(&query_bytes_);
       tick_characters_ = ok_characters;
       querying_ = true;
-      Send(query_bytes_);
+      in_flight_ = &query_bytes_;
+      call.Send(query_bytes_);
       return;
     }
-    Record(r_, phase_.live, tick_start_, answered_, code, ok_characters);
+    Record(r_, phase_.live, tick_start_, call.answered(), code, ok_characters);
     ScheduleNext();
   }
 
-  void Stop() override {
-    posewire::HandOffToGrpc(this);
-    StartWritesDone();
-    RemoveHold();
+  // A call ended (its OnDone). A handed-over one goes on in a new call
+  // resumed from the hand-over (--resume); otherwise a broken call is the
+  // stream's error and its end.
+  void CallDone(Call& call, const grpc::Status& status) {
+    if (call.handed_over && !resume_from_.empty()) {
+      v1::SessionRequest resume;
+      resume.mutable_resume()->set_snapshot(std::move(resume_from_));
+      resume_from_.clear();
+      resume_bytes_ = resume.SerializeAsString();
+      resume_plan_.assign(1, resume_bytes_);
+      resume_plan_.insert(resume_plan_.end(), encoded_.resends.begin(),
+                          encoded_.resends.end());
+      plan_ = &resume_plan_;
+      // Before the registrations (characters came with the snapshot), the
+      // resume is a message of the plan like them; the stream is ready
+      // once the last is registered.
+      resuming_ = in_flight_ != nullptr;
+      if (in_flight_ == nullptr) {
+        // Handed over during the registrations: start over there.
+        plan_ = &encoded_.registrations;
+      }
+      Open(plan_->front());
+      return;
+    }
+    if (call.broken() && !call.handed_over) {
+      CountError(r_, phase_.live,
+                 status.ok() ? grpc::StatusCode::UNKNOWN
+                             : static_cast<int>(status.error_code()));
+    }
+    done_.CountDown();
   }
 
-  grpc::ClientContext context_;
+  void Stop() override { call_->Stop(); }
+
+  grpc::GenericStub& stub_;
   const EncodedSession& encoded_;
-  std::string frame_bytes_;
-  grpc::ByteBuffer request_bytes_;
-  grpc::ByteBuffer response_bytes_;
-  AnswerReceipt receipt_;
+  std::vector<std::unique_ptr<Call>> calls_;
+  Call* call_ = nullptr;  // the newest
+  // The registrations (or resume and resends) the current call sends
+  // before frames, and how many are answered.
+  const std::vector<std::string>* plan_ = nullptr;
   size_t registered_ = 0;
+  std::vector<std::string> resume_plan_;
+  std::string resume_bytes_;
+  std::string resume_from_;  // the hand-over's snapshot, to resume from
+  bool resuming_ = false;
+  AnswerReceipt receipt_;
+  std::string frame_bytes_;
+  // The message sent last (a frame or a query), to send again after a
+  // resume; null before the first frame.
+  const std::string* in_flight_ = nullptr;
   uint64_t sequence_ = 0;
-  std::atomic<int> pending_{0};
-  std::atomic<bool> broken_{false};
-  // Set before RemoveHold, which OnDone waits for.
-  bool handed_over_ = false;
-  // The last read's outcome, set before its Step.
-  bool read_ok_ = false;
-  Clock::time_point answered_;
   // A message's send, or a referee tick's (its frame's, until its query's
   // answer).
   Clock::time_point tick_start_;

@@ -28,6 +28,8 @@ struct Config {
   double rate = 0;
   double duration = 10;
   int channels = 1;
+  // Streams a draining server hands over go on, resumed from its snapshot.
+  bool resume = false;
 };
 
 // Live counters for the progress line.
@@ -46,6 +48,8 @@ struct SenderResult {
   // Streams a draining server handed over (SessionSnapshot.handover); their
   // end is not an error, and the message in flight was not read.
   int64_t handovers = 0;
+  // Of those, streams resumed from the hand-over (--resume).
+  int64_t resumes = 0;
 };
 
 struct PhaseResult {
@@ -56,6 +60,7 @@ struct PhaseResult {
   int64_t character_frames = 0;
   std::map<int, int64_t> errors;
   int64_t handovers = 0;
+  int64_t resumes = 0;
   std::vector<int64_t> latency_ns;  // sorted
 
   double Percentile(double p) const {

@@ -297,5 +297,46 @@ TEST(AnswerReceipt, ReadsStatusesAndPosesAsAFullParseDoes) {
   }
 }
 
+TEST(AnswerReceipt, ReadsAHandOverAndAResumesAnswer) {
+  bool read = false;
+  // A periodic snapshot is not a hand-over.
+  v1::SessionResponse periodic;
+  periodic.mutable_snapshot()->set_data("state");
+  AnswerReceipt r = Receipt(periodic, &read);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(r.kind, AnswerReceipt::Kind::kNone);
+
+  v1::SessionResponse handover = periodic;
+  handover.mutable_snapshot()->set_handover(true);
+  handover.mutable_snapshot()->set_after_sequence(41);
+  r = Receipt(handover, &read);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(r.kind, AnswerReceipt::Kind::kHandover);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.handover_data, "state");
+  // One that carries no state (a resume was still waiting).
+  v1::SessionResponse refused;
+  refused.mutable_snapshot()->set_handover(true);
+  refused.mutable_snapshot()->mutable_status()->set_code(
+      grpc::StatusCode::FAILED_PRECONDITION);
+  r = Receipt(refused, &read);
+  EXPECT_EQ(r.kind, AnswerReceipt::Kind::kHandover);
+  EXPECT_EQ(r.code, grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(r.handover_data, "");
+
+  v1::SessionResponse resumed;
+  resumed.mutable_resume()->set_after_sequence(41);
+  resumed.mutable_resume()->add_missing()->set_kind("skeleton");
+  resumed.mutable_resume()->add_missing()->set_kind("rig");
+  r = Receipt(resumed, &read);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(r.kind, AnswerReceipt::Kind::kResumed);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.missing, 2);
+  resumed.mutable_resume()->mutable_status()->set_code(
+      grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Receipt(resumed, &read).code, grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 }  // namespace
 }  // namespace posewire::load

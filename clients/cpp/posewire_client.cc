@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/wire/wire_convert.h"
 
@@ -251,12 +252,16 @@ bool IsHandover(const v1::SessionResponse& response) {
 }
 
 // How a stream ends when its server goes away rather than refuses:
-// UNAVAILABLE (killed, unreachable, a hand-over) or CANCELLED (gRPC cuts
+// UNAVAILABLE (killed, unreachable, a hand-over), CANCELLED (gRPC cuts
 // what is left when a shutdown's grace runs out, and refuses a stream that
-// reaches a connection whose server has begun to shut down). This client
-// never cancels a live session itself.
+// reaches a connection whose server has begun to shut down; this client
+// never cancels a live session itself), or a stream reset by a proxy whose
+// upstream died (nginx sends RST_STREAM INTERNAL_ERROR, which gRPC reports
+// as INTERNAL "Received RST_STREAM with error code 2").
 bool ServerWentAway(const absl::Status& status) {
-  return absl::IsUnavailable(status) || absl::IsCancelled(status);
+  return absl::IsUnavailable(status) || absl::IsCancelled(status) ||
+         (absl::IsInternal(status) &&
+          absl::StartsWith(status.message(), "Received RST_STREAM"));
 }
 
 }  // namespace

@@ -91,8 +91,9 @@ struct ResumeCounters {
 
 struct SessionOptions {
   // Resume by itself when the stream ends UNAVAILABLE or CANCELLED (a
-  // server killed, unreachable, draining, or past its shutdown grace):
-  // reconnect through the client's channel
+  // server killed, unreachable, draining, or past its shutdown grace), or
+  // is reset by a proxy whose upstream died (nginx: INTERNAL "Received
+  // RST_STREAM"): reconnect through the client's channel
   // (a balancer, or a channel over several replicas' addresses), resume
   // from the newest snapshot, replay what was answered since, and resend
   // the message in flight. Callers see only the answer, and on_resume.

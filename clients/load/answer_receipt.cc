@@ -18,6 +18,7 @@ constexpr int kResponseQuery = 3;       // SessionResponse.query
 constexpr int kResponseSnapshot = 6;    // SessionResponse.snapshot
 constexpr int kSnapshotStatus = 1;      // SessionSnapshot.status
 constexpr int kSnapshotData = 2;        // SessionSnapshot.data
+constexpr int kSnapshotAfter = 3;       // SessionSnapshot.after_sequence
 constexpr int kSnapshotHandover = 7;    // SessionSnapshot.handover
 constexpr int kResponseResume = 7;      // SessionResponse.resume
 constexpr int kResumeStatus = 1;        // ResumeResult.status
@@ -127,14 +128,15 @@ bool ReadAnswerReceipt(google::protobuf::io::ZeroCopyInputStream* stream,
         return true;
       });
     } else if (IsMessage(tag, kResponseSnapshot)) {
-      std::string data;
-      int code = 0;
       bool handover = false;
       read = ReadMessage(in, [&](uint32_t t, bool* ok) {
         if (IsMessage(t, kSnapshotStatus)) {
-          *ok = ReadStatus(in, &code);
+          *ok = ReadStatus(in, &receipt->code);
         } else if (IsMessage(t, kSnapshotData)) {
-          *ok = WireFormatLite::ReadBytes(&in, &data);
+          *ok = WireFormatLite::ReadBytes(&in, &receipt->snapshot_data);
+        } else if (t == WireFormatLite::MakeTag(
+                            kSnapshotAfter, WireFormatLite::WIRETYPE_VARINT)) {
+          *ok = in.ReadVarint64(&receipt->snapshot_after);
         } else if (t ==
                    WireFormatLite::MakeTag(kSnapshotHandover,
                                            WireFormatLite::WIRETYPE_VARINT)) {
@@ -146,11 +148,8 @@ bool ReadAnswerReceipt(google::protobuf::io::ZeroCopyInputStream* stream,
         }
         return true;
       });
-      if (handover) {
-        receipt->kind = AnswerReceipt::Kind::kHandover;
-        receipt->code = code;
-        receipt->handover_data = std::move(data);
-      }
+      receipt->kind = handover ? AnswerReceipt::Kind::kHandover
+                               : AnswerReceipt::Kind::kSnapshot;
     } else if (IsMessage(tag, kResponseResume)) {
       receipt->kind = AnswerReceipt::Kind::kResumed;
       read = ReadMessage(in, [&](uint32_t t, bool* ok) {

@@ -15,17 +15,28 @@
 namespace posewire::load {
 
 struct AnswerReceipt {
-  // kHandover: the snapshot a draining server sends in place of an answer
+  // kSnapshot: a SessionSnapshot (asked for, or periodic); kHandover: the
+  // one a draining server sends in place of an answer
   // (SessionSnapshot.handover) before it ends the stream; kResumed: the
   // answer to a ResumeSession.
-  enum class Kind { kNone, kRegistered, kFrame, kQuery, kHandover, kResumed };
+  enum class Kind {
+    kNone,
+    kRegistered,
+    kFrame,
+    kQuery,
+    kSnapshot,
+    kHandover,
+    kResumed
+  };
   // Which message of the SessionResponse oneof was set.
   Kind kind = Kind::kNone;
   // registered.status.code, frame.status.code, query.status.code,
   // snapshot.status.code (a hand-over) or resume.status.code.
   int code = 0;
-  // A hand-over's snapshot data, to resume from.
-  std::string handover_data;
+  // A snapshot's (or hand-over's) data, to resume from, and the frame it
+  // was taken after.
+  std::string snapshot_data;
+  uint64_t snapshot_after = 0;
   // A resume's answer: the registrations to resend.
   int missing = 0;
   // Characters with code 0 and a pose.

@@ -70,10 +70,14 @@ ABSL_FLAG(
 ABSL_FLAG(int, channels, 1,
           "Separate connections the senders are spread over.");
 ABSL_FLAG(bool, resume, false,
-          "Stream mode: a stream a draining server hands over goes on, "
-          "resumed from its snapshot on whatever replica the channel reaches "
-          "next (behind a balancer), and resends the message the server did "
-          "not read. Off: the stream ends there.");
+          "Stream mode: a stream whose server drains or goes away goes on in "
+          "a new call, on whatever replica the channel reaches next (behind "
+          "a balancer): resumed from the hand-over or the newest snapshot, "
+          "replaying the frames answered since and resending the message in "
+          "flight. Off: a hand-over ends the stream, a lost server is an "
+          "error.");
+ABSL_FLAG(int, resume_snapshot_every, 30,
+          "With --resume: frames between the snapshots a stream asks for.");
 ABSL_FLAG(bool, baseline, true,
           "Also run the identical work in process, and in stream mode the "
           "echo (--echo); false runs the service alone (a drain or soak "
@@ -138,7 +142,8 @@ constexpr char kExitCodes[] =
     "--cpus, ...)\n"
     "  3  the run completed with errors or unanswered messages (beyond the "
     "one\n"
-    "     message per stream a draining server hands over unread)";
+    "     message per stream a draining server hands over unread, without "
+    "--resume)";
 
 // Confines the calling thread, and so every thread it starts, to --cpus;
 // returns the set as the report names it ("all" without the flag).
@@ -311,6 +316,12 @@ int Main() {
   }
   c.stream = mode == "stream";
   c.resume = absl::GetFlag(FLAGS_resume);
+  c.resume_snapshot_every = absl::GetFlag(FLAGS_resume_snapshot_every);
+  if (c.resume && c.resume_snapshot_every <= 0) {
+    PrintError(absl::InvalidArgumentError(
+        "--resume_snapshot_every must be > 0 with --resume"));
+    return 2;
+  }
   c.senders =
       std::max(absl::GetFlag(FLAGS_streams), absl::GetFlag(FLAGS_callers));
   if (c.senders <= 0) c.senders = 1;
@@ -416,11 +427,12 @@ int Main() {
                    }},
               w, c, how);
   // A stream a draining server handed over leaves the message it sent
-  // after its last answer unread.
-  bool ok = search || (network.phase.TotalErrors() == 0 &&
-                       network.phase.sent >= network.phase.answered &&
-                       network.phase.sent - network.phase.answered <=
-                           network.phase.handovers - network.phase.resumes);
+  // after its last answer unread, unless --resume sent it again.
+  const int64_t unread_allowed = c.resume ? 0 : network.phase.handovers;
+  bool ok =
+      search || (network.phase.TotalErrors() == 0 &&
+                 network.phase.sent >= network.phase.answered &&
+                 network.phase.sent - network.phase.answered <= unread_allowed);
 
   TargetResult echoed;
   if (echo) {

@@ -9,6 +9,7 @@
 #include <queue>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "clients/load/answer_receipt.h"
 #include "clients/load/frame_encoder.h"
@@ -147,9 +148,26 @@ class NetworkSender : public Scheduler::Task {
   Pacer pacer_{phase_.config.rate, index_, phase_.config.senders};
 };
 
+// How a call ends when its server goes away rather than refuses:
+// UNAVAILABLE (killed, unreachable, draining), CANCELLED (gRPC cuts what is
+// left past a shutdown's grace), or a stream reset by a proxy whose
+// upstream died (nginx sends RST_STREAM INTERNAL_ERROR, which gRPC reports
+// as INTERNAL "Received RST_STREAM with error code 2").
+bool ServerWentAway(const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::CANCELLED:
+      return true;
+    case grpc::StatusCode::INTERNAL:
+      return absl::StartsWith(status.error_message(), "Received RST_STREAM");
+    default:
+      return false;
+  }
+}
+
 // A Session workload as the bytes the streams send.
 struct EncodedSession {
-  explicit EncodedSession(const load::Workload& workload)
+  EncodedSession(const load::Workload& workload, const Config& config)
       : queries(workload.queries) {
     for (const v1::SessionRequest& r : workload.registrations) {
       registrations.push_back(r.SerializeAsString());
@@ -160,8 +178,14 @@ struct EncodedSession {
     for (const v1::SessionRequest& r : workload.frames) {
       frames.emplace_back(r, workload.seconds_per_frame);
     }
+    v1::SessionRequest snapshot;
+    snapshot.mutable_snapshot()->set_every_frames(
+        static_cast<uint32_t>(std::max(0, config.resume_snapshot_every)));
+    snapshot_request = snapshot.SerializeAsString();
   }
   std::vector<std::string> registrations;
+  // SnapshotRequest{every_frames: --resume_snapshot_every}, with --resume.
+  std::string snapshot_request;
   // The registrations a resume asks to be resent, in order.
   std::vector<std::string> resends;
   std::vector<load::FrameEncoder> frames;
@@ -180,12 +204,16 @@ struct EncodedSession {
 // spend the server's cores on its own work. Answers are read only for their
 // statuses and the presence of each pose (AnswerReceipt).
 //
-// A draining server hands the stream over (SessionSnapshot.handover in
-// place of an answer). With --resume the stream goes on in a new call,
-// resumed from that snapshot wherever the channel now leads (another
-// replica behind a balancer), and the message the server did not read is
-// sent again: its latency includes the hand-over. Without it the stream
-// ends there.
+// With --resume a stream survives its server: it asks for a snapshot after
+// every --resume_snapshot_every frames, and when its call ends because the
+// server drained (a hand-over in place of an answer) or went away
+// (UNAVAILABLE or CANCELLED), it goes on in a new call through the same
+// channel (another replica behind a balancer): resumed from the hand-over
+// or the newest snapshot, the registrations resent, the frames answered
+// since that snapshot replayed (their answers are not counted again), and
+// the message that was in flight sent again, still timed from its tick's
+// start, so its latency includes the outage. Without --resume the stream
+// ends there: a hand-over is counted, a broken call is an error.
 class StreamSender final : public NetworkSender {
  public:
   StreamSender(grpc::GenericStub& stub, const EncodedSession& encoded,
@@ -194,26 +222,30 @@ class StreamSender final : public NetworkSender {
       : NetworkSender(phase, scheduler, done, index, r),
         stub_(stub),
         encoded_(encoded) {
-    plan_ = &encoded_.registrations;
-    Open(plan_->front());
+    plan_ = encoded_.registrations;
+    if (phase_.config.resume) plan_.push_back(encoded_.snapshot_request);
+    Open();
   }
 
   void Fire() override {
-    const FrameEncoder& frame =
-        encoded_.frames[sequence_ % encoded_.frames.size()];
-    frame.Encode(++sequence_, &frame_bytes_);
+    if (reconnect_due_) {
+      reconnect_due_ = false;
+      Reconnect();
+      return;
+    }
+    const FrameEncoder& frame = FrameFor(++sequence_);
+    frame.Encode(sequence_, &frame_bytes_);
     Sent(r_, phase_.live);
     // Set before Send hands the call to gRPC's threads, whose callback
     // reads it.
     tick_start_ = Clock::now();
-    in_flight_ = &frame_bytes_;
-    call_->Send(frame_bytes_);
+    SendInFlight(frame_bytes_);
   }
 
  private:
-  // One gRPC call of the stream: the first, or one resumed after a
-  // hand-over. Kept until the sender is destroyed (gRPC may still be in
-  // its OnDone when the next one starts).
+  // One gRPC call of the stream: the first, or one that resumed it. Kept
+  // until the sender is destroyed (gRPC may still be in its OnDone when
+  // the next one starts).
   class Call final
       : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
    public:
@@ -240,6 +272,14 @@ class StreamSender final : public NetworkSender {
       posewire::HandOffToGrpc(this);
       StartRead(&response_bytes_);
       StartWrite(&request_bytes_);
+    }
+    // Reads a second answer to the message just answered (a periodic
+    // snapshot after its frame).
+    void ReadFollowUp() {
+      pending_.store(1, std::memory_order_relaxed);
+      response_bytes_.Clear();
+      posewire::HandOffToGrpc(this);
+      StartRead(&response_bytes_);
     }
     void Stop() {
       posewire::HandOffToGrpc(this);
@@ -290,16 +330,51 @@ class StreamSender final : public NetworkSender {
     Clock::time_point answered_;
   };
 
-  // A new call whose first message is `first`: the first registration, or
-  // a resume.
-  void Open(const std::string& first) {
-    calls_.push_back(std::make_unique<Call>(*this, stub_));
-    call_ = calls_.back().get();
-    registered_ = 0;
-    call_->Start(first);
+  const FrameEncoder& FrameFor(uint64_t sequence) const {
+    return encoded_.frames[(sequence - 1) % encoded_.frames.size()];
   }
 
-  // Both halves of the call's message are done.
+  // A new call that first sends plan_ (registrations, or a resume and what
+  // it needs), then goes on with frames.
+  void Open() {
+    calls_.push_back(std::make_unique<Call>(*this, stub_));
+    call_ = calls_.back().get();
+    planned_ = 0;
+    call_->Start(plan_.front());
+  }
+
+  void SendInFlight(const std::string& bytes) {
+    in_flight_ = &bytes;
+    in_flight_pending_ = true;
+    call_->Send(bytes);
+  }
+
+  // The code of an answer to a planned message; a snapshot's is kept.
+  int PlannedCode() {
+    switch (receipt_.kind) {
+      case AnswerReceipt::Kind::kRegistered:
+        return RegisteredCode(receipt_);
+      case AnswerReceipt::Kind::kResumed:
+        return receipt_.code;
+      case AnswerReceipt::Kind::kSnapshot:
+        if (receipt_.code == 0) KeepSnapshot();
+        return receipt_.code;
+      case AnswerReceipt::Kind::kFrame: {
+        int64_t ok_characters = 0;
+        return FrameCode(receipt_, &ok_characters);
+      }
+      default:
+        return grpc::StatusCode::INTERNAL;
+    }
+  }
+
+  void KeepSnapshot() {
+    snapshot_ = std::move(receipt_.snapshot_data);
+    snapshot_after_ = receipt_.snapshot_after;
+    frames_since_snapshot_ = 0;
+  }
+
+  // Both halves of the call's message are done (or the follow-up read).
   void Step(Call& call) {
     const bool parsed = call.ParseAnswer(&receipt_);
     if (parsed && receipt_.kind == AnswerReceipt::Kind::kHandover) {
@@ -308,10 +383,7 @@ class StreamSender final : public NetworkSender {
       // UNAVAILABLE. Counted, not an error.
       ++r_.handovers;
       call.handed_over = true;
-      if (phase_.config.resume && receipt_.code == 0 &&
-          Clock::now() < phase_.end) {
-        resume_from_ = std::move(receipt_.handover_data);
-      }
+      if (receipt_.code == 0) KeepSnapshot();
       call.Release();
       return;
     }
@@ -325,31 +397,51 @@ class StreamSender final : public NetworkSender {
       Stop();
       return;
     }
-    if (registered_ < plan_->size()) {
-      const int code = receipt_.kind == AnswerReceipt::Kind::kResumed
-                           ? receipt_.code
-                           : RegisteredCode(receipt_);
-      if (code != 0) {
+    if (planned_ < plan_.size()) {
+      if (const int code = PlannedCode(); code != 0) {
         CountError(r_, phase_.live, code);
         Stop();
         return;
       }
-      if (++registered_ < plan_->size()) {
-        call.Send((*plan_)[registered_]);
+      if (++planned_ < plan_.size()) {
+        call.Send(plan_[planned_]);
         return;
       }
-      if (resuming_) {
-        // Resumed: the message the draining server did not read goes
-        // again, still timed from its tick's start.
-        resuming_ = false;
+      if (resumed_) {
+        resumed_ = false;
+        attempts_ = 0;
         ++r_.resumes;
-        call.Send(*in_flight_);
+        if (awaiting_snapshot_) {
+          // Lost while reading the snapshot after an answered frame: that
+          // tick goes on from its answer.
+          awaiting_snapshot_ = false;
+          AfterFrame(call, frame_code_, frame_characters_);
+          return;
+        }
+        if (in_flight_pending_) {
+          // The message the server never answered goes again, timed from
+          // its tick's start.
+          call.Send(*in_flight_);
+          return;
+        }
+        ScheduleNext();
         return;
       }
       StartPacing();
       ScheduleNext();
       return;
     }
+    if (awaiting_snapshot_) {
+      // The periodic snapshot that follows a frame's answer.
+      awaiting_snapshot_ = false;
+      if (receipt_.kind == AnswerReceipt::Kind::kSnapshot &&
+          receipt_.code == 0) {
+        KeepSnapshot();
+      }
+      AfterFrame(call, frame_code_, frame_characters_);
+      return;
+    }
+    in_flight_pending_ = false;
     if (querying_) {
       // The tick's second message: it counts when its query is answered.
       querying_ = false;
@@ -361,6 +453,23 @@ class StreamSender final : public NetworkSender {
     }
     int64_t ok_characters = 0;
     const int code = FrameCode(receipt_, &ok_characters);
+    if (code == 0) answered_sequence_ = sequence_;
+    if (code == 0 && phase_.config.resume &&
+        ++frames_since_snapshot_ >= phase_.config.resume_snapshot_every) {
+      awaiting_snapshot_ = true;
+      frame_code_ = code;
+      frame_characters_ = ok_characters;
+      frame_answered_ = call.answered();
+      call.ReadFollowUp();
+      return;
+    }
+    frame_answered_ = call.answered();
+    AfterFrame(call, code, ok_characters);
+  }
+
+  // A frame was answered: its tick's query next (referee), or the tick
+  // is done.
+  void AfterFrame(Call& call, int code, int64_t ok_characters) {
     if (code == 0 && !encoded_.queries.empty()) {
       const size_t v = (sequence_ - 1) % encoded_.queries.size();
       query_ = encoded_.queries[v];
@@ -369,35 +478,29 @@ class StreamSender final : public NetworkSender {
       tick_characters_ = ok_characters;
       querying_ = true;
       in_flight_ = &query_bytes_;
+      in_flight_pending_ = true;
       call.Send(query_bytes_);
       return;
     }
-    Record(r_, phase_.live, tick_start_, call.answered(), code, ok_characters);
+    Record(r_, phase_.live, tick_start_, frame_answered_, code, ok_characters);
     ScheduleNext();
   }
 
-  // A call ended (its OnDone). A handed-over one goes on in a new call
-  // resumed from the hand-over (--resume); otherwise a broken call is the
-  // stream's error and its end.
+  // A call ended (its OnDone). With --resume, one that a server handed
+  // over or lost goes on in a new call; otherwise the stream ends, a
+  // broken call counting as its error.
   void CallDone(Call& call, const grpc::Status& status) {
-    if (call.handed_over && !resume_from_.empty()) {
-      v1::SessionRequest resume;
-      resume.mutable_resume()->set_snapshot(std::move(resume_from_));
-      resume_from_.clear();
-      resume_bytes_ = resume.SerializeAsString();
-      resume_plan_.assign(1, resume_bytes_);
-      resume_plan_.insert(resume_plan_.end(), encoded_.resends.begin(),
-                          encoded_.resends.end());
-      plan_ = &resume_plan_;
-      // Before the registrations (characters came with the snapshot), the
-      // resume is a message of the plan like them; the stream is ready
-      // once the last is registered.
-      resuming_ = in_flight_ != nullptr;
-      if (in_flight_ == nullptr) {
-        // Handed over during the registrations: start over there.
-        plan_ = &encoded_.registrations;
-      }
-      Open(plan_->front());
+    const bool went_away =
+        call.handed_over || (call.broken() && ServerWentAway(status));
+    if (phase_.config.resume && went_away && !stopped_ &&
+        Clock::now() < phase_.end && attempts_ < kMaxAttempts) {
+      // The first attempt at once; then after a growing pause, on the
+      // scheduler (Fire), so a server still away is not hammered.
+      const auto pause = std::chrono::milliseconds(
+          attempts_ == 0 ? 0 : 10 << std::min(attempts_ - 1, 7));
+      ++attempts_;
+      reconnect_due_ = true;
+      scheduler_.At(Clock::now() + pause, this);
       return;
     }
     if (call.broken() && !call.handed_over) {
@@ -408,26 +511,72 @@ class StreamSender final : public NetworkSender {
     done_.CountDown();
   }
 
-  void Stop() override { call_->Stop(); }
+  // Opens the next call: a resume from the newest snapshot, what it needs,
+  // and the frames answered after it; or, before any snapshot, the
+  // registrations again.
+  void Reconnect() {
+    plan_.clear();
+    if (snapshot_.empty()) {
+      plan_ = encoded_.registrations;
+      replayed_from_ = 1;
+    } else {
+      v1::SessionRequest resume;
+      resume.mutable_resume()->set_snapshot(snapshot_);
+      plan_.push_back(resume.SerializeAsString());
+      plan_.insert(plan_.end(), encoded_.resends.begin(),
+                   encoded_.resends.end());
+      replayed_from_ = snapshot_after_ + 1;
+    }
+    for (uint64_t s = replayed_from_; s <= answered_sequence_; ++s) {
+      FrameFor(s).Encode(s, &plan_.emplace_back());
+      ++r_.replayed;
+    }
+    // Periodic snapshots are per call: asked for again, which also takes
+    // one covering the replay.
+    plan_.push_back(encoded_.snapshot_request);
+    // Lost before its first paced frame, the stream starts as new.
+    resumed_ = sequence_ > 0;
+    Open();
+  }
+
+  void Stop() override {
+    stopped_ = true;
+    call_->Stop();
+  }
+
+  static constexpr int kMaxAttempts = 10;
 
   grpc::GenericStub& stub_;
   const EncodedSession& encoded_;
   std::vector<std::unique_ptr<Call>> calls_;
   Call* call_ = nullptr;  // the newest
-  // The registrations (or resume and resends) the current call sends
-  // before frames, and how many are answered.
-  const std::vector<std::string>* plan_ = nullptr;
-  size_t registered_ = 0;
-  std::vector<std::string> resume_plan_;
-  std::string resume_bytes_;
-  std::string resume_from_;  // the hand-over's snapshot, to resume from
-  bool resuming_ = false;
+  // What the current call sends before paced frames, and how many of
+  // those are answered.
+  std::vector<std::string> plan_;
+  size_t planned_ = 0;
+  // The current call resumes the stream (not its first).
+  bool resumed_ = false;
+  bool reconnect_due_ = false;
+  bool stopped_ = false;
+  int attempts_ = 0;
+  // The newest snapshot (or hand-over) and the frame it was taken after.
+  std::string snapshot_;
+  uint64_t snapshot_after_ = 0;
+  uint64_t replayed_from_ = 0;
+  int frames_since_snapshot_ = 0;
+  // A frame's answer whose periodic snapshot is being read.
+  bool awaiting_snapshot_ = false;
+  int frame_code_ = 0;
+  int64_t frame_characters_ = 0;
+  Clock::time_point frame_answered_;
   AnswerReceipt receipt_;
   std::string frame_bytes_;
-  // The message sent last (a frame or a query), to send again after a
-  // resume; null before the first frame.
+  // The message sent last (a frame or a query), and whether its answer is
+  // still to come: what a new call sends again.
   const std::string* in_flight_ = nullptr;
-  uint64_t sequence_ = 0;
+  bool in_flight_pending_ = false;
+  uint64_t sequence_ = 0;           // of the frame sent last
+  uint64_t answered_sequence_ = 0;  // of the frame answered last
   // A message's send, or a referee tick's (its frame's, until its query's
   // answer).
   Clock::time_point tick_start_;
@@ -517,7 +666,7 @@ class UnarySender final : public NetworkSender {
 
 void RunNetwork(const Phase& phase, std::vector<ChannelStubs>& stubs,
                 std::vector<SenderResult>& results) {
-  const EncodedSession encoded(phase.workload);
+  const EncodedSession encoded(phase.workload, phase.config);
   const int n = phase.config.senders;
   Latch done(n);
   std::vector<std::unique_ptr<StreamSender>> streams;

@@ -152,6 +152,7 @@ PhaseResult RunPhase(
     p.character_frames += r.character_frames;
     p.handovers += r.handovers;
     p.resumes += r.resumes;
+    p.replayed += r.replayed;
     for (const auto& [code, count] : r.errors) p.errors[code] += count;
     p.latency_ns.insert(p.latency_ns.end(), r.latency_ns.begin(),
                         r.latency_ns.end());
@@ -177,11 +178,15 @@ void Print(const PhaseResult& p) {
   std::printf("%-10s errors: %s\n", "",
               errors.empty() ? "none" : absl::StrJoin(errors, ", ").c_str());
   if (p.handovers > 0) {
+    std::printf("%-10s streams handed over by a draining server: %lld\n", "",
+                static_cast<long long>(p.handovers));
+  }
+  if (p.resumes > 0) {
     std::printf(
-        "%-10s streams handed over by a draining server: %lld, resumed: "
-        "%lld\n",
-        "", static_cast<long long>(p.handovers),
-        static_cast<long long>(p.resumes));
+        "%-10s streams resumed in a new call: %lld (answered frames "
+        "replayed: %lld)\n",
+        "", static_cast<long long>(p.resumes),
+        static_cast<long long>(p.replayed));
   }
 }
 
@@ -205,13 +210,13 @@ std::string Json(const PhaseResult& p) {
       "\"messages_per_second\": %.1f, \"latency_us\": {\"p50\": %.1f, "
       "\"p90\": %.1f, \"p99\": %.1f, \"p99_9\": %.1f, \"max\": %.1f}, "
       "\"errors\": {%s}, \"error_count\": %d, \"handovers\": %d, "
-      "\"resumes\": %d, \"latency_cdf_us\": [%s]}",
+      "\"resumes\": %d, \"replayed\": %d, \"latency_cdf_us\": [%s]}",
       p.seconds, p.sent, p.answered, p.character_frames,
       p.CharacterFramesPerSecond(), p.MessagesPerSecond(), p.Percentile(50),
       p.Percentile(90), p.Percentile(99), p.Percentile(99.9),
       p.latency_ns.empty() ? 0.0 : p.latency_ns.back() / 1000.0,
       absl::StrJoin(errors, ", "), p.TotalErrors(), p.handovers, p.resumes,
-      absl::StrJoin(cdf, ", "));
+      p.replayed, absl::StrJoin(cdf, ", "));
 }
 
 }  // namespace posewire::load

@@ -28,8 +28,11 @@ struct Config {
   double rate = 0;
   double duration = 10;
   int channels = 1;
-  // Streams a draining server hands over go on, resumed from its snapshot.
+  // Streams go on when their server drains or goes away, resumed from a
+  // hand-over or the newest snapshot, taken every resume_snapshot_every
+  // frames.
   bool resume = false;
+  int resume_snapshot_every = 30;
 };
 
 // Live counters for the progress line.
@@ -48,8 +51,10 @@ struct SenderResult {
   // Streams a draining server handed over (SessionSnapshot.handover); their
   // end is not an error, and the message in flight was not read.
   int64_t handovers = 0;
-  // Of those, streams resumed from the hand-over (--resume).
+  // Streams resumed in a new call (--resume): after a hand-over or a
+  // server lost; and the answered frames they replayed to rebuild state.
   int64_t resumes = 0;
+  int64_t replayed = 0;
 };
 
 struct PhaseResult {
@@ -61,6 +66,7 @@ struct PhaseResult {
   std::map<int, int64_t> errors;
   int64_t handovers = 0;
   int64_t resumes = 0;
+  int64_t replayed = 0;
   std::vector<int64_t> latency_ns;  // sorted
 
   double Percentile(double p) const {

@@ -302,9 +302,12 @@ TEST(AnswerReceipt, ReadsAHandOverAndAResumesAnswer) {
   // A periodic snapshot is not a hand-over.
   v1::SessionResponse periodic;
   periodic.mutable_snapshot()->set_data("state");
+  periodic.mutable_snapshot()->set_after_sequence(30);
   AnswerReceipt r = Receipt(periodic, &read);
   ASSERT_TRUE(read);
-  EXPECT_EQ(r.kind, AnswerReceipt::Kind::kNone);
+  EXPECT_EQ(r.kind, AnswerReceipt::Kind::kSnapshot);
+  EXPECT_EQ(r.snapshot_data, "state");
+  EXPECT_EQ(r.snapshot_after, 30u);
 
   v1::SessionResponse handover = periodic;
   handover.mutable_snapshot()->set_handover(true);
@@ -313,7 +316,8 @@ TEST(AnswerReceipt, ReadsAHandOverAndAResumesAnswer) {
   ASSERT_TRUE(read);
   EXPECT_EQ(r.kind, AnswerReceipt::Kind::kHandover);
   EXPECT_EQ(r.code, 0);
-  EXPECT_EQ(r.handover_data, "state");
+  EXPECT_EQ(r.snapshot_data, "state");
+  EXPECT_EQ(r.snapshot_after, 41u);
   // One that carries no state (a resume was still waiting).
   v1::SessionResponse refused;
   refused.mutable_snapshot()->set_handover(true);
@@ -322,7 +326,7 @@ TEST(AnswerReceipt, ReadsAHandOverAndAResumesAnswer) {
   r = Receipt(refused, &read);
   EXPECT_EQ(r.kind, AnswerReceipt::Kind::kHandover);
   EXPECT_EQ(r.code, grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_EQ(r.handover_data, "");
+  EXPECT_EQ(r.snapshot_data, "");
 
   v1::SessionResponse resumed;
   resumed.mutable_resume()->set_after_sequence(41);

@@ -227,8 +227,15 @@ class ResumeCounters:
     failed_attempts: int = 0
 
 
-# How a stream ends when its server goes away rather than refuses.
-_SERVER_WENT_AWAY = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+# How a stream ends when its server goes away rather than refuses:
+# UNAVAILABLE (killed, unreachable, draining), CANCELLED (cut past a
+# shutdown's grace), or reset by a proxy whose upstream died (nginx sends
+# RST_STREAM INTERNAL_ERROR: INTERNAL "Received RST_STREAM ...").
+def _server_went_away(error):
+    return (error.code in (grpc.StatusCode.UNAVAILABLE,
+                           grpc.StatusCode.CANCELLED) or
+            (error.code == grpc.StatusCode.INTERNAL and
+             error.message.startswith("Received RST_STREAM")))
 
 
 class Session:
@@ -292,7 +299,7 @@ class Session:
         passes = 0
         while True:
             if self._ended is not None:
-                if options is None or self._ended.code not in _SERVER_WENT_AWAY:
+                if options is None or not _server_went_away(self._ended):
                     raise self._ended
                 passes += 1
                 if passes > options.max_attempts:
@@ -301,7 +308,7 @@ class Session:
             try:
                 response = self._exchange(request)
             except PosewireError:
-                if options is None or self._ended.code not in _SERVER_WENT_AWAY:
+                if options is None or not _server_went_away(self._ended):
                     raise
                 continue
             self._log_for_replay(request, response)
@@ -388,7 +395,7 @@ class Session:
                 replayed = self._resume_on_new_stream()
             except PosewireError as error:
                 last = error
-                if error.code not in _SERVER_WENT_AWAY:
+                if not _server_went_away(error):
                     break
                 continue
             counters = self.resume_counters

@@ -495,7 +495,10 @@ absl::Status TwoBoneIkJob::Run() const {
   if (w == 0.0f) {
     // Nothing to blend in: the output is the input copy, bit for bit.
     res.error = (to_target - bone1 - bone2).norm();
-    res.reached = res.error <= reach_tolerance * chain_length;
+    // A distance that overflows float is never within tolerance, even of a
+    // chain whose own length overflowed too.
+    res.reached =
+        std::isfinite(res.error) && res.error <= reach_tolerance * chain_length;
     if (result != nullptr) *result = res;
     return absl::OkStatus();
   }
@@ -658,7 +661,8 @@ absl::Status TwoBoneIkJob::Run() const {
         Rotate(correction, (bone1 + Rotate(hinge_s, bone2)) * applied_stretch);
   }
   res.error = (to_target - end_s).norm();
-  res.reached = res.error <= reach_tolerance * chain_length * applied_stretch;
+  res.reached = std::isfinite(res.error) &&
+                res.error <= reach_tolerance * chain_length * applied_stretch;
   res.iterations = 1;
   res.stretch = applied_stretch;
   res.hinge = hinge_source;

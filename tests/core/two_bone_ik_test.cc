@@ -905,6 +905,28 @@ TEST(TwoBoneIkTest, TwoBoneIk_ZeroScaleIsFiniteAndLeavesTheChain) {
   for (const Transform& t : s.pose) EXPECT_TRUE(IsFinite(t));
 }
 
+// Bones near float's limit: the distance to the target overflows, and so
+// may the chain's length times the tolerance; such an error (inf) is never
+// "reached", whatever the weight or stretch. The pose stays finite.
+TEST(TwoBoneIkTest, TwoBoneIk_AnErrorThatOverflowsIsNeverReached) {
+  Limb limb = MakeLimb();
+  // Both bones 3e38 long: the chain's length itself overflows.
+  limb.local[kMid].translation = Eigen::Vector3f(0, 3e38f, 0);
+  limb.local[kEnd].translation = Eigen::Vector3f(3e38f, 0, 0);
+  for (float weight : {0.0f, 1.0f}) {
+    for (bool stretch : {false, true}) {
+      SCOPED_TRACE(absl::StrCat("weight ", weight, " stretch ", stretch));
+      const Solved s = Solve(limb, {.target = {3e38f, 3e38f, 0},
+                                    .weight = weight,
+                                    .stretch = stretch,
+                                    .max_stretch = 4.0f});
+      ASSERT_TRUE(s.status.ok()) << s.status;
+      EXPECT_FALSE(std::isfinite(s.result.error)) << s.result.error;
+      EXPECT_FALSE(s.result.reached);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Stretch, end rotation, intermediate joints.
 

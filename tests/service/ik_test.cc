@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <string>
@@ -376,6 +377,32 @@ TEST_F(IkServiceTest, AnOperationFromANewerClientIsUnimplemented) {
   grpc::Status status = Call(request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_THAT(status.error_message(), HasSubstr("characters[0].ops[0]"));
+}
+
+// A forearm 3e38 long and a target as far: the distance to the target
+// overflows float (inf), and so does the stretched chain's length. Such an
+// error is never reported as reached.
+TEST_F(IkServiceTest, TwoBoneIk_AnErrorThatOverflowsIsNotReached) {
+  v1::SolveRequest request;
+  v1::CharacterInput* c = request.add_characters();
+  *c->mutable_skeleton()->mutable_skeleton() = WalkSkeleton();
+  LocalPose pose = SampleWalk(1.0f);
+  pose[Walk().skeleton.FindJoint("LeftWrist")].translation =
+      Eigen::Vector3f(3e38f, 0, 0);
+  PoseToProto(pose, c->mutable_pose());
+  v1::TwoBoneIkOp* arm = c->add_ops()->mutable_two_bone_ik();
+  arm->set_start_joint("LeftShoulder");
+  arm->set_mid_joint("LeftElbow");
+  arm->set_end_joint("LeftWrist");
+  arm->set_stretch(true);
+  arm->set_max_stretch(4.0f);
+  *arm->mutable_target() = ToVec3(Eigen::Vector3f(3e38f, 3e38f, 0));
+  v1::SolveResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub_->Solve(&context, request, &response).ok());
+  const v1::OperationResult& result = response.characters(0).ops(0);
+  EXPECT_FALSE(std::isfinite(result.error())) << result.error();
+  EXPECT_FALSE(result.reached());
 }
 
 }  // namespace

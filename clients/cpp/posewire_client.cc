@@ -283,6 +283,10 @@ absl::StatusOr<v1::SessionResponse> Session::Exchange(
       }
     }
   }
+  return EndStream();
+}
+
+absl::Status Session::EndStream() {
   stream_ended_ = true;
   end_status_ = Finish();
   if (end_status_.ok()) {
@@ -613,12 +617,9 @@ absl::StatusOr<v1::FrameResult> Session::SendFrame(const v1::Frame& frame) {
     if (!stream_->Read(&snapshot)) {
       // The frame was answered; the stream's end shows on the next call
       // (which resumes, with auto_resume).
-      stream_ended_ = true;
-      end_status_ = Finish();
-      if (end_status_.ok()) {
-        end_status_ = absl::UnavailableError("the session stream closed");
+      if (absl::Status s = EndStream(); !session_options_.auto_resume) {
+        return s;
       }
-      if (!session_options_.auto_resume) return end_status_;
     } else if (snapshot.snapshot().status().code() == 0) {
       // A refused one (over the size limit) leaves the previous in place.
       TakeSnapshot(std::move(*snapshot.mutable_snapshot()));

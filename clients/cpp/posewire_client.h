@@ -258,6 +258,9 @@ class Session {
                     const v1::SessionResponse& response);
   // The stream's final status, explained as the client's calls are.
   absl::Status Finish();
+  // Marks the stream ended with Finish's status (UNAVAILABLE if it was
+  // OK: the server closed it without answering) and returns it.
+  absl::Status EndStream();
 
   // The client's channel, target and options, for Finish.
   std::shared_ptr<grpc::Channel> channel_;

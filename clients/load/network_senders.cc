@@ -454,16 +454,15 @@ class StreamSender final : public NetworkSender {
     int64_t ok_characters = 0;
     const int code = FrameCode(receipt_, &ok_characters);
     if (code == 0) answered_sequence_ = sequence_;
+    frame_answered_ = call.answered();
     if (code == 0 && phase_.config.resume &&
         ++frames_since_snapshot_ >= phase_.config.resume_snapshot_every) {
       awaiting_snapshot_ = true;
       frame_code_ = code;
       frame_characters_ = ok_characters;
-      frame_answered_ = call.answered();
       call.ReadFollowUp();
       return;
     }
-    frame_answered_ = call.answered();
     AfterFrame(call, code, ok_characters);
   }
 
@@ -518,16 +517,16 @@ class StreamSender final : public NetworkSender {
     plan_.clear();
     if (snapshot_.empty()) {
       plan_ = encoded_.registrations;
-      replayed_from_ = 1;
     } else {
       v1::SessionRequest resume;
       resume.mutable_resume()->set_snapshot(snapshot_);
       plan_.push_back(resume.SerializeAsString());
       plan_.insert(plan_.end(), encoded_.resends.begin(),
                    encoded_.resends.end());
-      replayed_from_ = snapshot_after_ + 1;
     }
-    for (uint64_t s = replayed_from_; s <= answered_sequence_; ++s) {
+    // Frames after the snapshot (all of them without one) rebuild the state.
+    for (uint64_t s = snapshot_.empty() ? 1 : snapshot_after_ + 1;
+         s <= answered_sequence_; ++s) {
       FrameFor(s).Encode(s, &plan_.emplace_back());
       ++r_.replayed;
     }
@@ -562,7 +561,6 @@ class StreamSender final : public NetworkSender {
   // The newest snapshot (or hand-over) and the frame it was taken after.
   std::string snapshot_;
   uint64_t snapshot_after_ = 0;
-  uint64_t replayed_from_ = 0;
   int frames_since_snapshot_ = 0;
   // A frame's answer whose periodic snapshot is being read.
   bool awaiting_snapshot_ = false;

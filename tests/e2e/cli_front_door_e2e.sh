@@ -105,6 +105,10 @@ done
 run "$load_bin" --server=localhost --duration=1
 [[ $status -eq 2 ]] || fail "posewire-load --server=localhost exited $status"
 expect_contains "load no port" "$(cat "$work/err")" "--server=localhost: no port"
+run "$load_bin" --server=127.0.0.1:1 --resume --resume_snapshot_every=0
+[[ $status -eq 2 ]] || fail "posewire-load --resume_snapshot_every=0 exited $status"
+expect_contains "load snapshot period" "$(cat "$work/err")" \
+  "--resume_snapshot_every must be > 0 with --resume"
 run "$server_bin" --listen=localhost
 [[ $status -eq 2 ]] || fail "posewire-server --listen=localhost exited $status"
 expect_contains "server no port" "$(cat "$work/out")$(cat "$work/err")" \

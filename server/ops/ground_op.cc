@@ -151,12 +151,17 @@ class Ground final : public PreparedOp {
   std::string key_;
 };
 
-// Hip to knee to ankle along the rest pose, the shortest of the legs.
+// Hip to knee to ankle along the rest pose, the shortest of the legs. Runs
+// before the job checks the legs, so a leg that is not a parent chain (the
+// walk reaches the root without meeting the hip) counts as zero length; the
+// job's check then names the broken link.
 float ShortestLeg(const Skeleton& skeleton, absl::Span<const GroundLeg> legs) {
   float shortest = 0.0f;
   for (size_t i = 0; i < legs.size(); ++i) {
     float length = 0.0f;
-    for (int j = legs[i].ankle; j != legs[i].hip; j = skeleton.parent(j)) {
+    for (int j = legs[i].ankle;
+         j >= 0 && j < skeleton.num_joints() && j != legs[i].hip;
+         j = skeleton.parent(j)) {
       length += skeleton.rest_pose()[j].translation.norm();
     }
     shortest = i == 0 ? length : std::min(shortest, length);
@@ -271,8 +276,19 @@ CompiledOp Compile(const OpCompileInput& input) {
     check.samples = absl::MakeConstSpan(misses.data(), rig.legs.size());
   }
   if (rig.has_field) check.heightfield = &rig.field;
+  const bool derived_step_is_zero =
+      !op.has_max_step_height() && !(job.max_step_height > 0.0f);
+  // Any positive stand-in, so that a broken leg is named before the default.
+  if (derived_step_is_zero) check.max_step_height = 1.0f;
   if (absl::Status s = check.Validate(); !s.ok()) {
     return PrefixField(input.field, s);
+  }
+  if (derived_step_is_zero) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        input.field,
+        ".max_step_height: not given, and its default (half the shortest "
+        "leg's rest length, hip to ankle) is 0 on this skeleton; give "
+        "max_step_height"));
   }
   return std::make_unique<Ground>(
       job, std::move(rig),

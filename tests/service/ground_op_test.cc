@@ -388,5 +388,78 @@ TEST_F(GroundOpTest, Ground_SolveReturnsTheSmoothingStateAndTakesItBack) {
   EXPECT_TRUE(BitIdentical(fresh.pose(), Floats(first.pose())));
 }
 
+// A rig whose leg crosses the body (the right hip above the left knee and
+// ankle) is refused when registered, naming the broken link, and the
+// session goes on: the default step height is derived from the legs before
+// they are checked, and must not walk off the skeleton doing it.
+TEST_F(GroundOpTest, Ground_SessionRigWithACrossedLegIsRefusedByName) {
+  grpc::ClientContext context;
+  std::unique_ptr<SessionStream> stream = stub_->Session(&context);
+  RegisterWalk(*stream);
+  v1::SessionRequest r;
+  r.mutable_register_rig()->set_id("crossed");
+  r.mutable_register_rig()->set_skeleton_id("cmu");
+  v1::GroundOp* op = r.mutable_register_rig()->add_ops()->mutable_ground();
+  *op = WalkGround();
+  op->mutable_legs(0)->set_hip("RightHip");
+  op->mutable_legs(1)->set_hip("LeftHip");
+  const v1::SessionResponse refused = RoundTrip(*stream, r);
+  ExpectRegistered(refused, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.registered().status().message(),
+              ::testing::HasSubstr("ground.legs[0].knee: joint 3 'LeftKnee' "
+                                   "is not a descendant of legs[0].hip"));
+
+  RegisterGroundRig(*stream, WalkGround());
+  const LocalPose input = SampleWalk(1.0f);
+  const std::vector<GroundSample> samples = {
+      Under(input, Joint("LeftAnkle"), 0.0f, 0.0f),
+      Under(input, Joint("RightAnkle"), 0.0f, 0.0f)};
+  const v1::SessionResponse answer =
+      RoundTrip(*stream, GroundFrame(1, samples));
+  ASSERT_EQ(answer.frame().characters_size(), 1);
+  EXPECT_EQ(answer.frame().characters(0).status().code(), 0)
+      << answer.frame().characters(0).status().message();
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+// On a skeleton whose legs have no rest length the default step height
+// (half the shortest leg) is 0: the op says so and asks for the field,
+// rather than failing on a value the client never sent.
+TEST_F(GroundOpTest, Ground_ZeroLengthLegsAskForMaxStepHeight) {
+  v1::SolveRequest request;
+  v1::CharacterInput* c = request.add_characters();
+  v1::Skeleton* skeleton = c->mutable_skeleton()->mutable_skeleton();
+  *skeleton = WalkSkeleton();
+  PoseToProto(RestPose(Walk().skeleton), c->mutable_pose());
+  // Every joint at its parent's origin: translations are the first 3 of each
+  // joint's 10 floats.
+  for (int i = 0; i < skeleton->rest_pose_size(); i += 10) {
+    for (int k = 0; k < 3; ++k) {
+      skeleton->set_rest_pose(i + k, 0.0f);
+      c->mutable_pose()->set_transforms(i + k, 0.0f);
+    }
+  }
+  v1::GroundOp* op = c->add_ops()->mutable_ground();
+  *op = WalkGround();
+  for (int leg = 0; leg < 2; ++leg) {
+    GroundSample floor;
+    floor.hit = true;
+    floor.normal = Eigen::Vector3f::UnitY();
+    *op->add_samples() = ToHit(floor);
+  }
+  grpc::ClientContext context;
+  v1::SolveResponse response;
+  const grpc::Status status = stub_->Solve(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              ::testing::HasSubstr("ground.max_step_height: not given, and its "
+                                   "default (half the shortest leg's rest "
+                                   "length, hip to ankle) is 0"));
+
+  op->set_max_step_height(0.5f);
+  EXPECT_EQ(SolveFirstCharacter(request).ops(0).op(), "ground");
+}
+
 }  // namespace ground_op_test
 }  // namespace posewire::server

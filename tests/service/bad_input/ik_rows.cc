@@ -406,6 +406,13 @@ std::vector<BadInput> IkRows() {
       "characters[0].ops[0].ground.legs[0].ankle: joint 4 'LeftAnkle' is not "
       "a descendant of legs[0].knee joint 5 'LeftToe'"));
   add(SolveRow(
+      "ground_leg_ankle_not_under_hip",
+      "ground legs[0] hip RightHip (the left ankle is not under it)",
+      [](auto& r) { Ground(r)->mutable_legs(0)->set_hip("RightHip"); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].ground.legs[0].knee: joint 3 'LeftKnee' is not a "
+      "descendant of legs[0].hip"));
+  add(SolveRow(
       "ground_legs_share_a_subtree", "ground with the left leg twice",
       [](auto& r) {
         v1::GroundOp* op = Ground(r);

@@ -144,6 +144,43 @@ absl::StatusOr<v1::LearnLimitsResponse> Client::LearnLimits(
   return response;
 }
 
+absl::StatusOr<v1::BakeResponse> Client::Bake(
+    const v1::BakeRequest& request,
+    const std::function<bool(const v1::BakeResponse&)>& on_message) {
+  grpc::ClientContext context;
+  AddToken(context, options_);
+  std::unique_ptr<grpc::ClientReader<v1::BakeResponse>> reader =
+      stub_->Bake(&context, request);
+  v1::BakeResponse all;
+  v1::BakeResponse message;
+  bool cancelled = false;
+  while (reader->Read(&message)) {
+    all.set_frames_total(message.frames_total());
+    if (on_message && !on_message(message)) {
+      cancelled = true;
+      context.TryCancel();
+      break;
+    }
+    for (v1::BakedFrame& frame : *message.mutable_frames()) {
+      *all.add_frames() = std::move(frame);
+    }
+    all.set_frames_done(message.frames_done());
+    if (message.done()) {
+      all.set_done(true);
+      *all.mutable_state() = std::move(*message.mutable_state());
+      all.set_skeleton_hash(message.skeleton_hash());
+    }
+  }
+  const grpc::Status status = reader->Finish();
+  if (cancelled) {
+    return absl::CancelledError(
+        absl::StrCat("bake cancelled by the caller after ", all.frames_done(),
+                     " of ", all.frames_total(), " frames"));
+  }
+  if (absl::Status s = CallError(status); !s.ok()) return s;
+  return all;
+}
+
 absl::StatusOr<v1::SolveResponse> Client::SolveWithSkeletonCache(
     v1::SolveRequest request) {
   // The inline skeletons, kept to resend if the server lost their hashes.

@@ -138,6 +138,17 @@ class Client {
   absl::StatusOr<v1::LearnLimitsResponse> LearnLimits(
       const v1::LearnLimitsRequest& request);
 
+  // Bakes a clip through a pipeline on the server (see the Bake RPC) and
+  // returns every frame in order, with the final state and the skeleton's
+  // hash, as one response. `on_message` (optional) sees each message as it
+  // arrives, for progress (frames_done of frames_total); returning false
+  // cancels the call, which then returns CANCELLED. No deadline is set
+  // (ClientOptions::timeout is for one frame's worth of work, a bake may
+  // run for minutes): cancel through `on_message`.
+  absl::StatusOr<v1::BakeResponse> Bake(
+      const v1::BakeRequest& request,
+      const std::function<bool(const v1::BakeResponse&)>& on_message = {});
+
   // Like Solve, but sends each inline skeleton the server already has as its
   // content hash, and resends it inline once if the server answers NOT_FOUND
   // (it evicted it). Learns hashes from responses.

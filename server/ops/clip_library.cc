@@ -2,10 +2,24 @@
 
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "server/wire/wire_convert.h"
 
 namespace posewire::server {
+
+absl::Status CheckClipNamesUnique(
+    const google::protobuf::RepeatedPtrField<v1::Clip>& clips) {
+  absl::flat_hash_set<absl::string_view> names;
+  for (int i = 0; i < clips.size(); ++i) {
+    if (!names.insert(clips[i].name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("clips[", i, "].name: '", clips[i].name(),
+                       "' is used by an earlier clip"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 ClipLibrary::ClipLibrary(
     const Skeleton* skeleton,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "google/protobuf/repeated_ptr_field.h"
@@ -20,6 +21,11 @@
 #include "solver_core/model/skeleton.h"
 
 namespace posewire::server {
+
+// A request's clips are found by name: OK when no two share one, else
+// INVALID_ARGUMENT naming the later clip's "clips[i].name".
+absl::Status CheckClipNamesUnique(
+    const google::protobuf::RepeatedPtrField<v1::Clip>& clips);
 
 class ClipLibrary {
  public:

@@ -65,6 +65,17 @@ absl::Status ServerConfig::Validate() const {
         absl::StrCat("--history_window_seconds: ", history_window_seconds,
                      " is not in [0, 3600]"));
   }
+  if (max_bake_frames < 1) {
+    return absl::InvalidArgumentError("--max_bake_frames: must be at least 1");
+  }
+  if (max_bake_bytes < 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_bake_bytes: ", max_bake_bytes, " is below 1024"));
+  }
+  if (max_concurrent_bakes < 1) {
+    return absl::InvalidArgumentError(
+        "--max_concurrent_bakes: must be at least 1");
+  }
   if (max_queries_per_request < 1) {
     return absl::InvalidArgumentError(
         "--max_queries_per_request: must be at least 1");

@@ -62,6 +62,12 @@ struct ServerConfig {
   // client may resume on; empty (the default): a plain SHA-256 checksum,
   // which catches truncation and corruption but not a forgery.
   std::string snapshot_key;
+  // Bake: most frames one call may ask for (10^5 frames are 55 minutes at
+  // 30 fps), most bytes of poses it may stream back, and most calls run at
+  // once (each holds its request and takes a solver thread per message).
+  int max_bake_frames = 100000;
+  int64_t max_bake_bytes = int64_t{1} << 30;
+  int max_concurrent_bakes = 8;
   // Skeletons kept for SkeletonRef.hash lookups (least recently used go).
   int skeleton_cache_size = 1024;
   // HTTP address for Prometheus metrics (/metrics); empty: not served.

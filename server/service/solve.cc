@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "server/ops/clip_library.h"
 #include "server/ops/plan.h"
@@ -35,13 +34,8 @@ absl::Status SolveCharacters(const v1::SolveRequest& request,
     return absl::InvalidArgumentError(
         absl::StrCat("dt: ", request.dt(), " must be finite and >= 0"));
   }
-  absl::flat_hash_set<absl::string_view> clip_names;
-  for (int i = 0; i < request.clips_size(); ++i) {
-    if (!clip_names.insert(request.clips(i).name()).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("clips[", i, "].name: '", request.clips(i).name(),
-                       "' is used by an earlier clip"));
-    }
+  if (absl::Status s = CheckClipNamesUnique(request.clips()); !s.ok()) {
+    return s;
   }
 
   // Clips are converted once per distinct skeleton in the batch, on demand.

@@ -73,6 +73,12 @@ ABSL_FLAG(int, max_queries_per_request, 1024,
 ABSL_FLAG(int64_t, max_snapshot_bytes, 4 << 20,
           "Largest session snapshot written or resumed from, in bytes "
           "(capped at half of --max_message_bytes).");
+ABSL_FLAG(int, max_bake_frames, 100000,
+          "Most frames one Bake call may ask for.");
+ABSL_FLAG(int64_t, max_bake_bytes, int64_t{1} << 30,
+          "Most bytes of poses one Bake call may stream back.");
+ABSL_FLAG(int, max_concurrent_bakes, 8,
+          "Most Bake calls run at once; more are refused.");
 ABSL_FLAG(std::string, snapshot_key_file, "",
           "File whose bytes (at least 16, trailing whitespace ignored) key "
           "the HMAC-SHA-256 sealing session snapshots; give every replica "
@@ -252,6 +258,9 @@ int Run() {
   config.history_window_seconds = absl::GetFlag(FLAGS_history_window_seconds);
   config.max_queries_per_request = absl::GetFlag(FLAGS_max_queries_per_request);
   config.max_snapshot_bytes = absl::GetFlag(FLAGS_max_snapshot_bytes);
+  config.max_bake_frames = absl::GetFlag(FLAGS_max_bake_frames);
+  config.max_bake_bytes = absl::GetFlag(FLAGS_max_bake_bytes);
+  config.max_concurrent_bakes = absl::GetFlag(FLAGS_max_concurrent_bakes);
   if (absl::StatusOr<std::string> key =
           ReadSnapshotKey(absl::GetFlag(FLAGS_snapshot_key_file));
       key.ok()) {

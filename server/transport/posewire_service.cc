@@ -12,6 +12,7 @@
 #include "proto/grpc_handoff.h"
 #include "proto/version.h"
 #include "server/ops/op_table.h"
+#include "server/service/bake.h"
 #include "server/service/learn_limits.h"
 #include "server/service/session.h"
 #include "server/service/session_snapshot.h"
@@ -434,6 +435,9 @@ PoseWireService::PoseWireService(const ServerConfig& config, Metrics* metrics,
   limits->set_max_queries_per_request(config.max_queries_per_request);
   limits->set_max_snapshot_bytes(config.EffectiveSnapshotBytes());
   limits->set_snapshot_version(kSnapshotVersion);
+  limits->set_max_bake_frames(config.max_bake_frames);
+  limits->set_max_bake_bytes(config.max_bake_bytes);
+  limits->set_max_concurrent_bakes(config.max_concurrent_bakes);
   // Exactly the op table; nothing that would answer
   // UNIMPLEMENTED.
   for (const std::string& op : SupportedOperations()) info_.add_operations(op);
@@ -580,6 +584,132 @@ grpc::ServerUnaryReactor* PoseWireService::LearnLimits(
     reactor->Finish(ToGrpcStatus(status));
   });
   return reactor;
+}
+
+// One reactor per Bake call, with at most one message in flight: a worker
+// solves a message's frames, hands the bytes to gRPC and returns; gRPC's
+// OnWriteDone queues the next message on the pool. The last message goes
+// out with the call's status (StartWriteAndFinish).
+class PoseWireService::BakeReactor final
+    : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  // The slot in active_bakes_ is taken; OnDone gives it back.
+  BakeReactor(PoseWireService* service, grpc::CallbackServerContext* context,
+              const grpc::ByteBuffer* request_bytes)
+      : service_(service), context_(context), request_bytes_(request_bytes) {
+    SubmitNext();
+  }
+
+  void OnWriteDone(bool ok) override {
+    TakeBackFromGrpc(this);
+    if (!ok) {
+      // The client cancelled or went away: nothing more can reach it.
+      End(absl::CancelledError("the client stopped reading the bake"));
+      return;
+    }
+    SubmitNext();
+  }
+
+  void OnDone() override {
+    TakeBackFromGrpc(this);
+    service_->active_bakes_.fetch_sub(1);
+    delete this;
+  }
+
+ private:
+  void SubmitNext() {
+    service_->pool_->Submit([this] { Step(); });
+  }
+
+  // On the pool: the next message, or the call's end.
+  void Step() {
+    absl::Status status = CheckStop(context_);
+    if (status.ok() && run_ == nullptr) status = Begin();
+    if (status.ok()) {
+      response_.Clear();
+      status = run_->Next(&response_);
+    }
+    if (status.ok()) {
+      // gRPC is done with the last message's bytes (OnWriteDone came).
+      response_bytes_.Clear();
+      if (grpc::Status s = SerializeToBytes(response_, &response_bytes_);
+          !s.ok()) {
+        status = absl::InternalError(s.error_message());
+      }
+    }
+    if (!status.ok()) {
+      End(status);
+      return;
+    }
+    if (run_->done()) {
+      service_->metrics_->CountCall("Bake", absl::StatusCode::kOk);
+      HandOffToGrpc(this);
+      StartWriteAndFinish(&response_bytes_, grpc::WriteOptions(),
+                          grpc::Status::OK);
+      return;
+    }
+    HandOffToGrpc(this);
+    StartWrite(&response_bytes_);
+  }
+
+  // Parses the request (gRPC keeps its bytes until OnDone) and checks it.
+  absl::Status Begin() {
+    if (absl::Status s = ParseRequest(*request_bytes_, &request_); !s.ok()) {
+      return s;
+    }
+    auto run =
+        BakeRun::Start(request_, service_->config_, service_->skeletons_);
+    if (!run.ok()) return run.status();
+    run_ = *std::move(run);
+    return absl::OkStatus();
+  }
+
+  void End(const absl::Status& status) {
+    service_->metrics_->CountCall("Bake", status.code());
+    spdlog::info("Bake from {} ended: {}", context_->peer(), status.ToString());
+    HandOffToGrpc(this);
+    Finish(ToGrpcStatus(status));
+  }
+
+  PoseWireService* const service_;
+  grpc::CallbackServerContext* const context_;
+  const grpc::ByteBuffer* const request_bytes_;
+  // The run reads the request until it goes, so it is declared after it.
+  v1::BakeRequest request_;
+  std::unique_ptr<BakeRun> run_;
+  v1::BakeResponse response_;
+  grpc::ByteBuffer response_bytes_;
+};
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* PoseWireService::Bake(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  // Refused calls finish at once on a reactor of their own.
+  class Refused final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+   public:
+    explicit Refused(const grpc::Status& status) {
+      HandOffToGrpc(this);
+      Finish(status);
+    }
+    void OnDone() override {
+      TakeBackFromGrpc(this);
+      delete this;
+    }
+  };
+  if (grpc::Status auth = Authorize(context, "Bake"); !auth.ok()) {
+    metrics_->CountCall("Bake", absl::StatusCode::kUnauthenticated);
+    return new Refused(auth);
+  }
+  if (active_bakes_.fetch_add(1) >= config_.max_concurrent_bakes) {
+    active_bakes_.fetch_sub(1);
+    metrics_->CountCall("Bake", absl::StatusCode::kResourceExhausted);
+    return new Refused(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("this server already runs its limit of ",
+                     config_.max_concurrent_bakes,
+                     " bakes at once (GetInfo limits.max_concurrent_bakes); "
+                     "retry when one ends, or on another replica")));
+  }
+  return new BakeReactor(this, context, request);
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*

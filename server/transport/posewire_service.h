@@ -22,16 +22,17 @@
 
 namespace posewire::server {
 
-// Solve, Session and LearnLimits are "raw" methods: gRPC hands over the request
-// bytes and the service parses them itself, into a protobuf Arena. gRPC's own
-// parsing answers unparseable bytes with a bare UNIMPLEMENTED (unary) or
-// ends a stream as if the client had closed it; ours answers
+// Solve, Session, LearnLimits and Bake are "raw" methods: gRPC hands over the
+// request bytes and the service parses them itself, into a protobuf Arena.
+// gRPC's own parsing answers unparseable bytes with a bare UNIMPLEMENTED
+// (unary) or ends a stream as if the client had closed it; ours answers
 // INVALID_ARGUMENT saying what was wrong, and a session goes on.
 using PoseWireCallbackBase = v1::PoseWire::WithCallbackMethod_GetInfo<
     v1::PoseWire::WithRawCallbackMethod_Solve<
         v1::PoseWire::WithRawCallbackMethod_Session<
             v1::PoseWire::WithRawCallbackMethod_LearnLimits<
-                v1::PoseWire::Service>>>>;
+                v1::PoseWire::WithRawCallbackMethod_Bake<
+                    v1::PoseWire::Service>>>>>;
 
 class PoseWireService final : public PoseWireCallbackBase {
  public:
@@ -58,6 +59,14 @@ class PoseWireService final : public PoseWireCallbackBase {
                                         const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override;
 
+  // A serialised posewire.v1.BakeRequest in, BakeResponse messages out, one
+  // at a time: a worker solves the next message's frames only once gRPC has
+  // sent the last, so a slow reader holds no solver thread and the call
+  // never buffers more than one message.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Bake(
+      grpc::CallbackServerContext* context,
+      const grpc::ByteBuffer* request) override;
+
   // Carries serialised SessionRequest and SessionResponse messages.
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Session(
       grpc::CallbackServerContext* context) override;
@@ -72,6 +81,7 @@ class PoseWireService final : public PoseWireCallbackBase {
 
  private:
   class SessionReactor;
+  class BakeReactor;
 
   // OK, or UNAUTHENTICATED when tokens are configured and the call's
   // "authorization: Bearer <token>" metadata is missing or wrong. `rpc`
@@ -103,6 +113,8 @@ class PoseWireService final : public PoseWireCallbackBase {
   absl::flat_hash_set<SessionReactor*> live_sessions_;
   bool draining_ = false;
   std::atomic<int> active_sessions_{0};
+  // Bake calls running (--max_concurrent_bakes).
+  std::atomic<int> active_bakes_{0};
   std::atomic<uint64_t> next_session_id_{1};
   std::atomic<uint64_t> next_request_id_{1};
   // Declared last so it is destroyed first: its threads finish their tasks

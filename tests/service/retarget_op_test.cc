@@ -163,6 +163,33 @@ TEST_F(RetargetOpTest, Retarget_SessionRigFollowsTheClipTimeLikeTheCore) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// A bake onto the Daz rig whose retarget op plays the walk (timed_ops sets
+// its clip time to each frame's): every frame is the core's retarget of the
+// walk at that time, as a pipeline retargeting a whole clip runs it.
+TEST_F(RetargetOpTest, Retarget_BakeWithTheOpTimedMatchesTheCore) {
+  v1::BakeRequest request;
+  *request.mutable_skeleton()->mutable_skeleton() = DazSkeleton();
+  *request.mutable_ops() = Request(0.0f).characters(0).ops();
+  request.add_timed_ops(0);
+  request.set_frame_rate(10.0f);
+  request.set_frame_count(20);
+  grpc::ClientContext context;
+  auto reader = stub_->Bake(&context, request);
+  v1::BakeResponse message;
+  int frames = 0;
+  while (reader->Read(&message)) {
+    for (const v1::BakedFrame& frame : message.frames()) {
+      const float time = static_cast<float>(frames / 10.0);
+      EXPECT_EQ(frame.time(), time);
+      EXPECT_TRUE(BitIdentical(frame.pose(), Packed(CoreRetarget(time))))
+          << "frame " << frames;
+      ++frames;
+    }
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(frames, 20);
+}
+
 TEST_F(RetargetOpTest, Retarget_SessionRigWithUnknownSourceIsRefused) {
   grpc::ClientContext context;
   std::unique_ptr<SessionStream> stream = stub_->Session(&context);

@@ -18,7 +18,7 @@ std::vector<BadInput> Catalogue(std::shared_ptr<grpc::Channel> channel) {
   std::vector<BadInput> rows;
   for (std::vector<BadInput> area :
        {RequestRows(), PoseOpRows(), IkRows(), SpringAndValidateRows(),
-        SessionRows(), SnapshotRows(), RefereeRows(),
+        SessionRows(), SnapshotRows(), RefereeRows(), BakeRows(),
         TransportRows(std::move(channel))}) {
     for (BadInput& row : area) rows.push_back(std::move(row));
   }
@@ -182,6 +182,7 @@ class BadInputCatalogueTest : public ServiceTest {
     config.max_characters_per_batch = kMaxCharacters;
     config.max_solver_iterations = kMaxIterations;
     config.max_session_objects = kMaxSessionObjects;
+    config.max_bake_bytes = kMaxBakeBytes;
   }
 
   // Both names the server answers health checks for.

@@ -43,6 +43,7 @@ constexpr int kMaxMessageBytes = 4 << 20;
 constexpr int kMaxCharacters = 8;
 constexpr int kMaxIterations = 100;
 constexpr int kMaxSessionObjects = 8;
+constexpr int64_t kMaxBakeBytes = 16 << 20;
 
 // Offsets into a packed joint transform: tx ty tz qx qy qz qw sx sy sz.
 constexpr int kTx = 0, kQx = 3, kQw = 6, kSx = 7;
@@ -640,6 +641,7 @@ std::vector<BadInput> SpringAndValidateRows();
 std::vector<BadInput> SessionRows();
 std::vector<BadInput> SnapshotRows();
 std::vector<BadInput> RefereeRows();
+std::vector<BadInput> BakeRows();
 std::vector<BadInput> TransportRows(std::shared_ptr<grpc::Channel> channel);
 
 }  // namespace posewire::server::bad_input

@@ -167,29 +167,8 @@ absl::Status BakeRun::CheckAndPrepare(const ServerConfig& config,
                                     request.ops(), limits, "", &lookup);
   if (!plan.ok()) return WithoutLeadingDot(plan.status());
   plan_ = *std::move(plan);
-  updates_by_op_.assign(plan_->size(), nullptr);
-  timed_updates_.resize(request.timed_ops_size());
-  for (int i = 0; i < request.timed_ops_size(); ++i) {
-    const uint32_t op = request.timed_ops(i);
-    const std::string field = absl::StrCat("timed_ops[", i, "]");
-    if (op >= static_cast<uint32_t>(plan_->size())) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ": op ", op,
-                                                     " is past the last op (",
-                                                     plan_->size(), " ops)"));
-    }
-    const OpSpec* spec = FindOpSpec(plan_->op_case(static_cast<int>(op)));
-    if ((spec->updatable & kUpdateTime) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ": ops[", op, "] is ", OperationName(plan_->op_case(op)),
-          ", which takes no time (sample_clip and retarget do)"));
-    }
-    if (updates_by_op_[op] != nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ": op ", op, " is listed twice"));
-    }
-    timed_updates_[i].set_op(op);
-    updates_by_op_[op] = &timed_updates_[i];
-  }
+  if (absl::Status s = CheckTimedOps(); !s.ok()) return s;
+  if (absl::Status s = CheckFrameUpdates(); !s.ok()) return s;
   if (!request.state().empty()) {
     if (absl::Status s =
             StateFromProto(request.state(), clips_, state_, "state");
@@ -199,6 +178,80 @@ absl::Status BakeRun::CheckAndPrepare(const ServerConfig& config,
   }
   scratch_.pose = RestPose(skeleton);
   return absl::OkStatus();
+}
+
+absl::Status BakeRun::CheckTimedOps() {
+  if (request_.timed_ops().empty()) return absl::OkStatus();
+  timed_by_op_.assign(plan_->size(), nullptr);
+  timed_updates_.resize(request_.timed_ops_size());
+  for (int i = 0; i < request_.timed_ops_size(); ++i) {
+    const uint32_t op = request_.timed_ops(i);
+    const std::string field = absl::StrCat("timed_ops[", i, "]");
+    if (op >= static_cast<uint32_t>(plan_->size())) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ": op ", op,
+                                                     " is past the last op (",
+                                                     plan_->size(), " ops)"));
+    }
+    const v1::Operation::OpCase op_case = plan_->op_case(static_cast<int>(op));
+    if ((FindOpSpec(op_case)->updatable & kUpdateTime) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": ops[", op, "] is ", OperationName(op_case),
+                       ", which takes no time (sample_clip and retarget do)"));
+    }
+    if (timed_by_op_[op] != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": op ", op, " is listed twice"));
+    }
+    timed_updates_[i].set_op(op);
+    timed_by_op_[op] = &timed_updates_[i];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BakeRun::CheckFrameUpdates() {
+  if (static_cast<uint32_t>(request_.frame_updates_size()) > frames_total_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("frame_updates: ", request_.frame_updates_size(),
+                     " entries for ", frames_total_, " frames"));
+  }
+  for (int i = 0; i < request_.frame_updates_size(); ++i) {
+    const std::string field = absl::StrCat("frame_updates[", i, "]");
+    if (absl::Status s =
+            IndexOpUpdates(*plan_, request_.frame_updates(i).op_updates(),
+                           field, frame_by_op_);
+        !s.ok()) {
+      return s;
+    }
+    for (size_t op = 0; op < timed_by_op_.size() && !frame_by_op_.empty();
+         ++op) {
+      if (timed_by_op_[op] != nullptr && frame_by_op_[op] != nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            field, ": op ", op,
+            " is in timed_ops, which set its time; it takes no update here"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool BakeRun::GatherUpdates(uint32_t index) {
+  const bool framed =
+      index < static_cast<uint32_t>(request_.frame_updates_size()) &&
+      !request_.frame_updates(index).op_updates().empty();
+  if (!framed) {
+    updates_by_op_ = timed_by_op_;
+    return !updates_by_op_.empty();
+  }
+  // Checked whole when the run started, so this cannot fail.
+  const absl::Status indexed =
+      IndexOpUpdates(*plan_, request_.frame_updates(index).op_updates(),
+                     "frame_updates", frame_by_op_);
+  (void)indexed;
+  updates_by_op_ = frame_by_op_;
+  for (size_t op = 0; op < timed_by_op_.size(); ++op) {
+    if (timed_by_op_[op] != nullptr) updates_by_op_[op] = timed_by_op_[op];
+  }
+  return true;
 }
 
 absl::Status BakeRun::SolveFrame(uint32_t index, v1::BakedFrame* out,
@@ -239,9 +292,8 @@ absl::Status BakeRun::SolveFrame(uint32_t index, v1::BakedFrame* out,
       .root = scratch_.root,
       .field = field,
       .timings = timings,
-      .updates = timed_updates_.empty()
-                     ? absl::Span<const v1::OpUpdate* const>()
-                     : absl::MakeConstSpan(updates_by_op_),
+      .updates = GatherUpdates(index) ? absl::MakeConstSpan(updates_by_op_)
+                                      : absl::Span<const v1::OpUpdate* const>(),
       .undo = nullptr};
   if (absl::Status s = RunPlan(*plan_, frame, pose, state_, out->mutable_ops());
       !s.ok()) {

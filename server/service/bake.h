@@ -55,6 +55,10 @@ class BakeRun {
 
   absl::Status CheckAndPrepare(const ServerConfig& config,
                                SkeletonCache& skeletons);
+  absl::Status CheckTimedOps();
+  absl::Status CheckFrameUpdates();
+  // Points updates_by_op_ at frame `index`'s updates; false when none.
+  bool GatherUpdates(uint32_t index);
   absl::Status SolveFrame(uint32_t index, v1::BakedFrame* out,
                           OperationTimings* timings);
 
@@ -64,9 +68,11 @@ class BakeRun {
   std::shared_ptr<const Plan> plan_;
   CharacterState state_;
   CharacterScratch scratch_;
-  // Each timed op's update (its time set per frame), and the updates by
-  // op that RunPlan reads.
+  // Each timed op's update (its time set per frame) by op, or empty.
   std::vector<v1::OpUpdate> timed_updates_;
+  OpUpdatesByOp timed_by_op_;
+  // This frame's updates by op: the timed ones and frame_updates[i]'s.
+  OpUpdatesByOp frame_by_op_;
   OpUpdatesByOp updates_by_op_;
   // The source clip's index in clips_, or -1 for the rest pose.
   int source_clip_ = -1;

@@ -161,6 +161,70 @@ TEST_F(BakeTest, Bake_ThousandFramesMatchASessionFrameByFrame) {
       BitIdentical(Floats(fresh.back().frames(0).pose()), Floats(one.pose())));
 }
 
+// Per-frame IK targets (a DCC's keyed target) in frame_updates: each frame
+// answers as a Session frame sending the same op update, and frames past
+// the last entry keep the op's own target.
+TEST_F(BakeTest, Bake_FrameUpdatesMoveTheTargetAsASessionFrameDoes) {
+  constexpr int kFrames = 30;
+  constexpr int kUpdated = 20;
+  v1::BakeRequest request = WalkBake();
+  *request.mutable_ops() = Pipeline();
+  request.set_frame_count(kFrames);
+  auto target = [](int i) {
+    return ToVec3(Eigen::Vector3f(5.0f + 0.2f * i, 2.0f, -3.0f + 0.1f * i));
+  };
+  for (int i = 0; i < kUpdated; ++i) {
+    v1::OpUpdate* update = request.add_frame_updates()->add_op_updates();
+    update->set_op(0);
+    *update->mutable_target() = target(i);
+  }
+  std::vector<v1::BakeResponse> messages;
+  ASSERT_TRUE(ReadAll(request, messages).ok());
+  std::vector<v1::BakedFrame> baked;
+  for (const v1::BakeResponse& m : messages) {
+    baked.insert(baked.end(), m.frames().begin(), m.frames().end());
+  }
+  ASSERT_EQ(baked.size(), kFrames);
+
+  grpc::ClientContext context;
+  std::unique_ptr<SessionStream> stream = stub_->Session(&context);
+  RegisterWalk(*stream);
+  std::vector<v1::Operation> rig = {SampleWalkOp(0.0f)};
+  rig[0].mutable_sample_clip()->mutable_sample()->set_mode(
+      v1::PLAYBACK_MODE_CLAMP);
+  for (const v1::Operation& op : Pipeline()) rig.push_back(op);
+  RegisterRigAndCharacter(*stream, rig);
+  for (int i = 0; i < kFrames; ++i) {
+    v1::SessionRequest r;
+    r.mutable_frame()->set_sequence(i + 1);
+    r.mutable_frame()->set_dt(i == 0 ? 0.0f : 1.0f / 30.0f);
+    v1::CharacterFrame* c = r.mutable_frame()->add_characters();
+    c->set_character_id("c");
+    v1::OpUpdate* time = c->add_op_updates();
+    time->set_op(0);
+    time->set_time(FrameTime(0.0, i, 30.0));
+    if (i < kUpdated) {
+      v1::OpUpdate* ik = c->add_op_updates();
+      ik->set_op(1);
+      *ik->mutable_target() = target(i);
+    }
+    const v1::SessionResponse answer = RoundTrip(*stream, r);
+    ASSERT_EQ(answer.frame().characters_size(), 1);
+    ASSERT_TRUE(BitIdentical(Floats(baked[i].pose()),
+                             Floats(answer.frame().characters(0).pose())))
+        << "frame " << i;
+  }
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+  // The targets did move the leg: frames 0 and 1 differ from a bake
+  // without updates.
+  request.clear_frame_updates();
+  std::vector<v1::BakeResponse> plain;
+  ASSERT_TRUE(ReadAll(request, plain).ok());
+  EXPECT_FALSE(
+      BitIdentical(Floats(plain[0].frames(1).pose()), Floats(baked[1].pose())));
+}
+
 // Only the skeleton, the clip and the source: the whole clip at 30 fps,
 // clamped so the last frame is the clip's last key, each frame the clip
 // sampled as the core samples it.

@@ -152,6 +152,25 @@ std::vector<BadInput> BakeRows() {
       [](auto& r) { r.add_timed_ops(3); }, StatusCode::INVALID_ARGUMENT,
       "timed_ops[0]: op 3 is past the last op (1 ops)"));
   add(BakeRow(
+      "bake_frame_update_nan_target",
+      "bake frame_updates[2] target (NaN, 0, 0)",
+      [](auto& r) {
+        for (int i = 0; i < 3; ++i) {
+          v1::OpUpdate* u = r.add_frame_updates()->add_op_updates();
+          u->set_op(0);
+          *u->mutable_target() = Vec(i == 2 ? kNaN : 1.0f, 0, 0);
+        }
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "frame_updates[2].op_updates[0].target: NaN or infinite component"));
+  add(BakeRow(
+      "bake_more_frame_updates_than_frames",
+      "bake of 4 frames with 5 frame_updates",
+      [](auto& r) {
+        for (int i = 0; i < 5; ++i) r.add_frame_updates();
+      },
+      StatusCode::INVALID_ARGUMENT, "frame_updates: 5 entries for 4 frames"));
+  add(BakeRow(
       "bake_no_skeleton", "bake with no skeleton",
       [](auto& r) { r.clear_skeleton(); }, StatusCode::INVALID_ARGUMENT,
       "skeleton"));

@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "clients/cli/bake_command.h"
 #include "clients/cli/cli_common.h"
 #include "clients/cli/inspect.h"
 #include "clients/cli/referee_command.h"
@@ -61,10 +62,12 @@ ABSL_FLAG(std::string, tls_server_name, "",
 
 // solve and stream.
 ABSL_FLAG(std::string, clip, "",
-          "solve, stream, referee: clip to play, by name (default: the "
+          "solve, stream, referee, bake, retarget: clip to play, by name "
+          "(default: the "
           "file's first).");
 ABSL_FLAG(std::string, ops_json, "",
-          "solve, stream: JSON file with an array of posewire.v1.Operation "
+          "solve, stream, bake, retarget: JSON file with an array of "
+          "posewire.v1.Operation "
           "(protobuf JSON mapping) applied after the clip sample.");
 // solve.
 ABSL_FLAG(std::string, time, "",
@@ -72,12 +75,15 @@ ABSL_FLAG(std::string, time, "",
           "unless --loop).");
 ABSL_FLAG(std::string, frame, "",
           "solve: clip frame (key index) instead of --time.");
-ABSL_FLAG(bool, loop, false, "solve: wrap --time into the clip (loop).");
+ABSL_FLAG(bool, loop, false,
+          "solve, bake, retarget: wrap times past the clip's end (loop).");
 ABSL_FLAG(double, dt, -1.0,
           "solve: seconds stateful ops advance (default 0); stream: "
           "animation seconds per frame (default 1/rate, or 1/60).");
 ABSL_FLAG(std::string, format, "json", "solve: output format, json or bvh.");
-ABSL_FLAG(std::string, out, "", "solve: output file (default: stdout).");
+ABSL_FLAG(std::string, out, "",
+          "solve: output file (default: stdout); bake, retarget: the .bvh, "
+          ".glb or .gltf to write.");
 ABSL_FLAG(bool, model_pose, false,
           "solve: also print the model-space pose (JSON).");
 // stream.
@@ -100,6 +106,16 @@ ABSL_FLAG(std::string, limits_from, "",
 ABSL_FLAG(double, margin_degrees, 30.0,
           "referee: degrees added on each side of every learnt range.");
 
+ABSL_FLAG(std::string, fps, "",
+          "bake, retarget: frames per second (default: the clip's own "
+          "rate).");
+ABSL_FLAG(std::string, frame_count, "",
+          "bake, retarget: frames to bake (default: the clip from --start "
+          "to its end).");
+ABSL_FLAG(double, start, 0.0, "bake, retarget: the first frame's time, s.");
+ABSL_FLAG(std::string, to, "",
+          "retarget: the .bvh, .gltf or .glb rig to play the clip onto.");
+
 namespace {
 
 constexpr char kCommands[] =
@@ -120,6 +136,12 @@ constexpr char kCommands[] =
     "                at --rate; with --limits_from=OTHER, joint limits "
     "learnt from\n"
     "                OTHER's clips; prints flagged frames and a summary\n"
+    "  bake FILE     the clip through the --ops_json ops on the server, "
+    "every frame\n"
+    "                at --fps, written to --out (.bvh, .glb or .gltf)\n"
+    "  retarget FILE the clip played onto --to=RIG's skeleton (chains by "
+    "name), then\n"
+    "                the --ops_json ops, written to --out\n"
     "  help          this list\n";
 
 constexpr char kUsage[] =
@@ -128,8 +150,8 @@ constexpr char kUsage[] =
     "Usage: posewire COMMAND [FILE] [--flag=value ...]\n"
     "\n"
     "Commands:\n"
-    "  info, health, inspect FILE, solve FILE, stream FILE, referee FILE, "
-    "help\n"
+    "  info, health, inspect FILE, solve FILE, stream FILE, referee FILE,\n"
+    "  bake FILE, retarget FILE --to=RIG, help\n"
     "  (`posewire help` says what each does)\n"
     "\n"
     "The server is --server=HOST:PORT; a server started with --tls_cert "
@@ -389,6 +411,39 @@ int Referee(const std::vector<char*>& args) {
   return posewire::cli::RunReferee(*client, options);
 }
 
+// bake FILE, and retarget FILE --to=RIG (`retarget` true).
+int Bake(const std::vector<char*>& args, bool retarget) {
+  const char* name = retarget ? "retarget" : "bake";
+  if (args.size() != 3) {
+    return Fail(absl::StrCat(name, " takes exactly one FILE (posewire help)"),
+                2);
+  }
+  posewire::cli::BakeOptions options;
+  options.file = args[2];
+  options.clip = absl::GetFlag(FLAGS_clip);
+  options.ops_json = absl::GetFlag(FLAGS_ops_json);
+  std::optional<float> fps;
+  if (!ParseOptional("fps", absl::GetFlag(FLAGS_fps), &fps) ||
+      !ParseOptional("frame_count", absl::GetFlag(FLAGS_frame_count),
+                     &options.frame_count)) {
+    return 2;
+  }
+  if (fps.has_value()) options.fps = *fps;
+  options.start = absl::GetFlag(FLAGS_start);
+  options.loop = absl::GetFlag(FLAGS_loop);
+  options.out = absl::GetFlag(FLAGS_out);
+  options.to = absl::GetFlag(FLAGS_to);
+  if (retarget && options.to.empty()) {
+    return Fail("retarget needs --to=RIG, the rig to play the clip onto", 2);
+  }
+  if (!retarget && !options.to.empty()) {
+    return Fail("bake takes no --to (posewire retarget does)", 2);
+  }
+  auto client = ConnectClient();
+  if (client == nullptr) return 2;
+  return posewire::cli::RunBake(*client, options);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -407,6 +462,8 @@ int main(int argc, char** argv) {
   if (command == "solve") return Solve(args);
   if (command == "stream") return Stream(args);
   if (command == "referee") return Referee(args);
+  if (command == "bake") return Bake(args, false);
+  if (command == "retarget") return Bake(args, true);
   return Fail("unknown command or extra arguments: " +
                   absl::StrJoin(args.begin() + 1, args.end(), " ") +
                   " (posewire help lists the commands)",

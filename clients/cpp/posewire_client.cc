@@ -144,40 +144,53 @@ absl::StatusOr<v1::LearnLimitsResponse> Client::LearnLimits(
   return response;
 }
 
-absl::StatusOr<v1::BakeResponse> Client::Bake(
+absl::Status Client::BakeEach(
     const v1::BakeRequest& request,
-    const std::function<bool(const v1::BakeResponse&)>& on_message) {
+    const std::function<bool(v1::BakeResponse&)>& on_message) {
   grpc::ClientContext context;
   AddToken(context, options_);
   std::unique_ptr<grpc::ClientReader<v1::BakeResponse>> reader =
       stub_->Bake(&context, request);
-  v1::BakeResponse all;
   v1::BakeResponse message;
+  uint32_t done = 0;
+  uint32_t total = 0;
   bool cancelled = false;
   while (reader->Read(&message)) {
-    all.set_frames_total(message.frames_total());
-    if (on_message && !on_message(message)) {
+    total = message.frames_total();
+    if (!on_message(message)) {
       cancelled = true;
       context.TryCancel();
       break;
     }
+    done = message.frames_done();
+  }
+  const grpc::Status status = reader->Finish();
+  if (cancelled) {
+    return absl::CancelledError(absl::StrCat(
+        "bake cancelled by the caller after ", done, " of ", total, " frames"));
+  }
+  return CallError(status);
+}
+
+absl::StatusOr<v1::BakeResponse> Client::Bake(
+    const v1::BakeRequest& request,
+    const std::function<bool(const v1::BakeResponse&)>& on_message) {
+  v1::BakeResponse all;
+  const absl::Status status = BakeEach(request, [&](v1::BakeResponse& message) {
+    if (on_message && !on_message(message)) return false;
     for (v1::BakedFrame& frame : *message.mutable_frames()) {
       *all.add_frames() = std::move(frame);
     }
     all.set_frames_done(message.frames_done());
+    all.set_frames_total(message.frames_total());
     if (message.done()) {
       all.set_done(true);
       *all.mutable_state() = std::move(*message.mutable_state());
       all.set_skeleton_hash(message.skeleton_hash());
     }
-  }
-  const grpc::Status status = reader->Finish();
-  if (cancelled) {
-    return absl::CancelledError(
-        absl::StrCat("bake cancelled by the caller after ", all.frames_done(),
-                     " of ", all.frames_total(), " frames"));
-  }
-  if (absl::Status s = CallError(status); !s.ok()) return s;
+    return true;
+  });
+  if (!status.ok()) return status;
   return all;
 }
 

@@ -149,6 +149,13 @@ class Client {
       const v1::BakeRequest& request,
       const std::function<bool(const v1::BakeResponse&)>& on_message = {});
 
+  // The same call without gathering: `on_message` gets each message as it
+  // arrives (and may take its frames), for a consumer that writes frames
+  // out as they come; returning false cancels (CANCELLED).
+  absl::Status BakeEach(
+      const v1::BakeRequest& request,
+      const std::function<bool(v1::BakeResponse&)>& on_message);
+
   // Like Solve, but sends each inline skeleton the server already has as its
   // content hash, and resends it inline once if the server answers NOT_FOUND
   // (it evicted it). Learns hashes from responses.

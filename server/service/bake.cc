@@ -19,6 +19,12 @@ namespace {
 // times' precision long before a bake ends.
 constexpr double kMaxFrameRate = 100000.0;
 
+// Of a frame: a clip's end this close to a frame's time counts that frame
+// (the frame then holds the last pose). Files round their frame time (the
+// CMU walk's .0083333 s is not 1/120), so a clip of N keys baked at its
+// nominal rate ends a little short of frame N - 1: it still gets N frames.
+constexpr double kFrameSlack = 0.5;
+
 // Bytes of one frame's poses on the wire (10 floats a joint).
 int64_t FrameBytes(int joints, bool want_model_pose) {
   return int64_t{joints} * 40 * (want_model_pose ? 2 : 1);
@@ -51,7 +57,7 @@ absl::StatusOr<uint32_t> FrameCount(const v1::BakeRequest& request,
           request.start_time(), " is past its end (", source->duration,
           " s); give frame_count"));
     }
-    count = std::floor(span * rate) + 1.0;
+    count = std::floor(span * rate + kFrameSlack) + 1.0;
   }
   if (count > max_frames) {
     return absl::ResourceExhaustedError(

@@ -586,10 +586,12 @@ grpc::ServerUnaryReactor* PoseWireService::LearnLimits(
   return reactor;
 }
 
-// One reactor per Bake call, with at most one message in flight: a worker
-// solves a message's frames, hands the bytes to gRPC and returns; gRPC's
-// OnWriteDone queues the next message on the pool. The last message goes
-// out with the call's status (StartWriteAndFinish).
+// One reactor per Bake call. A worker solves a message's frames while gRPC
+// sends the one before, so solving and sending overlap; at most two
+// messages exist at once (one being sent, one solved or being solved), so
+// a slow reader holds no solver thread and the call's memory stays at two
+// messages. The last message goes out with the call's status
+// (StartWriteAndFinish).
 class PoseWireService::BakeReactor final
     : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
@@ -597,17 +599,28 @@ class PoseWireService::BakeReactor final
   BakeReactor(PoseWireService* service, grpc::CallbackServerContext* context,
               const grpc::ByteBuffer* request_bytes)
       : service_(service), context_(context), request_bytes_(request_bytes) {
-    SubmitNext();
+    std::lock_guard<std::mutex> lock(mutex_);
+    SolveNextLocked(0);
   }
 
   void OnWriteDone(bool ok) override {
     TakeBackFromGrpc(this);
+    std::lock_guard<std::mutex> lock(mutex_);
+    writing_ = -1;
     if (!ok) {
       // The client cancelled or went away: nothing more can reach it.
-      End(absl::CancelledError("the client stopped reading the bake"));
+      failure_ = absl::CancelledError("the client stopped reading the bake");
+    }
+    if (!failure_.ok()) {
+      // A solve still running touches its slot: it ends the call instead.
+      if (solving_ < 0) EndLocked(failure_);
       return;
     }
-    SubmitNext();
+    if (ready_ >= 0) {
+      const int slot = ready_;
+      ready_ = -1;
+      WriteLocked(slot);
+    }
   }
 
   void OnDone() override {
@@ -617,39 +630,65 @@ class PoseWireService::BakeReactor final
   }
 
  private:
-  void SubmitNext() {
-    service_->pool_->Submit([this] { Step(); });
+  struct Slot {
+    v1::BakeResponse response;
+    grpc::ByteBuffer bytes;
+    bool last = false;
+  };
+
+  // Queues the solve of the next message into `slot`.
+  void SolveNextLocked(int slot) {
+    solving_ = slot;
+    service_->pool_->Submit([this, slot] { Solve(slot); });
   }
 
-  // On the pool: the next message, or the call's end.
-  void Step() {
+  // On the pool, outside the lock: only this task touches slots_[slot].
+  void Solve(int slot) {
+    Slot& out = slots_[slot];
     absl::Status status = CheckStop(context_);
     if (status.ok() && run_ == nullptr) status = Begin();
     if (status.ok()) {
-      response_.Clear();
-      status = run_->Next(&response_);
+      out.response.Clear();
+      status = run_->Next(&out.response);
     }
     if (status.ok()) {
-      // gRPC is done with the last message's bytes (OnWriteDone came).
-      response_bytes_.Clear();
-      if (grpc::Status s = SerializeToBytes(response_, &response_bytes_);
+      // gRPC is done with the bytes this slot held before (OnWriteDone).
+      out.bytes.Clear();
+      if (grpc::Status s = SerializeToBytes(out.response, &out.bytes);
           !s.ok()) {
         status = absl::InternalError(s.error_message());
       }
+      out.last = run_->done();
     }
-    if (!status.ok()) {
-      End(status);
+    std::lock_guard<std::mutex> lock(mutex_);
+    solving_ = -1;
+    if (!status.ok() && failure_.ok()) failure_ = status;
+    if (!failure_.ok()) {
+      // With a write in flight, OnWriteDone ends the call.
+      if (writing_ < 0) EndLocked(failure_);
       return;
     }
-    if (run_->done()) {
+    if (writing_ < 0) {
+      WriteLocked(slot);
+    } else {
+      ready_ = slot;
+    }
+  }
+
+  // Sends slots_[slot], then solves the next message into the other slot
+  // unless that was the last.
+  void WriteLocked(int slot) {
+    writing_ = slot;
+    if (slots_[slot].last) {
       service_->metrics_->CountCall("Bake", absl::StatusCode::kOk);
       HandOffToGrpc(this);
-      StartWriteAndFinish(&response_bytes_, grpc::WriteOptions(),
+      StartWriteAndFinish(&slots_[slot].bytes, grpc::WriteOptions(),
                           grpc::Status::OK);
       return;
     }
     HandOffToGrpc(this);
-    StartWrite(&response_bytes_);
+    StartWrite(&slots_[slot].bytes);
+    if (solving_ < 0 && ready_ < 0) SolveNextLocked(1 - slot);
   }
 
   // Parses the request (gRPC keeps its bytes until OnDone) and checks it.
@@ -664,7 +703,7 @@ class PoseWireService::BakeReactor final
     return absl::OkStatus();
   }
 
-  void End(const absl::Status& status) {
+  void EndLocked(const absl::Status& status) {
     service_->metrics_->CountCall("Bake", status.code());
     spdlog::info("Bake from {} ended: {}", context_->peer(), status.ToString());
     HandOffToGrpc(this);
@@ -677,8 +716,14 @@ class PoseWireService::BakeReactor final
   // The run reads the request until it goes, so it is declared after it.
   v1::BakeRequest request_;
   std::unique_ptr<BakeRun> run_;
-  v1::BakeResponse response_;
-  grpc::ByteBuffer response_bytes_;
+  std::mutex mutex_;
+  Slot slots_[2];
+  // Under mutex_: the slot being solved, sent, or solved and waiting to be
+  // sent (-1: none), and the error that ends the call.
+  int solving_ = -1;
+  int writing_ = -1;
+  int ready_ = -1;
+  absl::Status failure_;
 };
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* PoseWireService::Bake(

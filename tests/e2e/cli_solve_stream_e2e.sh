@@ -13,6 +13,10 @@
 #     with zero errors;
 #   - `posewire referee` of the walk, and of a clip against limits learnt
 #     from another;
+#   - `posewire bake` of the walk to .glb and .bvh (read back with the
+#     source's pose), with an IK op, and `posewire retarget` onto
+#     RobotExpressive.glb; an unknown output format, 10^9 frames and a
+#     retarget without a rig are refused;
 # then stops the server with SIGTERM and checks it exits 0.
 #
 # usage: cli_solve_stream_e2e.sh SERVER_BINARY CLI_BINARY DATA_DIR [PYTHON]
@@ -248,5 +252,59 @@ referee=$("$cli_bin" referee "$walk" --server="$addr" \
 [[ $status -eq 1 ]] || fail "referee --limits_from=missing: expected exit 1, got $status"
 expect_contains "referee --limits_from=missing" "$referee" "missing.bvh"
 
+# 9. Bake and retarget whole clips to files.
+# The walk baked with no ops, to .glb and .bvh at its own rate: every frame
+# of the file, read back with the same pose at frame 10 as the source.
+for ext in glb bvh; do
+  summary=$("$cli_bin" bake "$walk" --server="$addr" --out="$work/baked.$ext" \
+    2>&1) || fail "bake to .$ext failed: $summary"
+  expect_contains "bake .$ext" "$summary" "994 frames of 31 joints at 120 fps"
+  inspect=$("$cli_bin" inspect "$work/baked.$ext") ||
+    fail "inspect of the baked .$ext failed"
+  expect_contains "inspect baked .$ext" "$inspect" "31 joints, 1 clip"
+  "$cli_bin" solve "$work/baked.$ext" --server="$addr" --frame=10 \
+    --out="$work/baked_f10_$ext.json" || fail "solve of the baked .$ext failed"
+  check_json "baked .$ext frame 10" "$common_py
+a, b = load(sys.argv[1]), load(sys.argv[2])
+check_pose(b, 31)
+for ja, jb in zip(a['joints'], b['joints']):
+    assert ja['name'] == jb['name'], (ja['name'], jb['name'])
+    assert same_rotation(ja['rotation'], jb['rotation']), ja['name']
+" "$work/f10.json" "$work/baked_f10_$ext.json"
+done
+# With an op: the left leg reaches a fixed target in every frame.
+cat >"$work/leg.json" <<'JSON'
+[{"twoBoneIk": {"startJoint": "LeftHip", "midJoint": "LeftKnee",
+  "endJoint": "LeftAnkle", "target": {"x": 5, "y": 4, "z": 0}}}]
+JSON
+"$cli_bin" bake "$walk" --server="$addr" --ops_json="$work/leg.json" --fps=30 \
+  --out="$work/leg.bvh" 2>"$work/bake.err" || fail "bake with ops failed: $(cat "$work/bake.err")"
+expect_contains "bake with ops" "$(cat "$work/bake.err")" "249 frames of 31 joints at 30 fps"
+# Retargeted onto the robot's 43-joint rig, at 30 fps.
+summary=$("$cli_bin" retarget "$walk" --to="$data_dir/RobotExpressive.glb" \
+  --server="$addr" --fps=30 --out="$work/robot.glb" 2>&1) ||
+  fail "retarget onto RobotExpressive failed: $summary"
+expect_contains "retarget" "$summary" "249 frames of 43 joints at 30 fps"
+inspect=$("$cli_bin" inspect "$work/robot.glb") || fail "inspect robot.glb failed"
+expect_contains "inspect retargeted" "$inspect" "43 joints, 1 clip"
+# Refusals: an output format it cannot write, a bake past the server's
+# frame limit, retarget without a rig.
+status=0
+out=$("$cli_bin" bake "$walk" --server="$addr" --out="$work/x.txt" 2>&1) ||
+  status=$?
+[[ $status -eq 2 ]] || fail "bake --out=x.txt: expected exit 2, got $status"
+expect_contains "bake --out=x.txt" "$out" "give a file ending in .bvh, .glb or .gltf"
+status=0
+out=$("$cli_bin" bake "$walk" --server="$addr" --out="$work/x.bvh" \
+  --frame_count=1000000000 2>&1) || status=$?
+[[ $status -eq 1 ]] || fail "bake of 10^9 frames: expected exit 1, got $status"
+expect_contains "bake of 10^9 frames" "$out" \
+  "RESOURCE_EXHAUSTED: frame_count: 1000000000 frames exceed this server's limit"
+status=0
+out=$("$cli_bin" retarget "$walk" --server="$addr" --out="$work/x.bvh" 2>&1) ||
+  status=$?
+[[ $status -eq 2 ]] || fail "retarget without --to: expected exit 2, got $status"
+expect_contains "retarget without --to" "$out" "retarget needs --to=RIG"
+
 stop_server_expect_exit_0 server
-echo "PASS: posewire solve, stream and referee against the server on $addr"
+echo "PASS: posewire solve, stream, referee, bake and retarget against the server on $addr"

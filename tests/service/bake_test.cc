@@ -86,7 +86,7 @@ TEST_F(BakeTest, Bake_ThousandFramesMatchASessionFrameByFrame) {
     baked.insert(baked.end(), m.frames().begin(), m.frames().end());
   }
   ASSERT_EQ(baked.size(), kFrames);
-  // The server's choice: about 64 KiB of poses per message.
+  // The server's choice: about 256 KiB of poses per message.
   EXPECT_GT(messages.size(), 1u);
   EXPECT_LT(messages.size(), 100u);
 
@@ -233,7 +233,7 @@ TEST_F(BakeTest, Bake_DefaultsBakeTheWholeClipEndingOnItsLastKey) {
   ASSERT_TRUE(ReadAll(WalkBake(), messages).ok());
   const Clip& clip = Walk().clips.at(0);
   const uint32_t expected_frames =
-      static_cast<uint32_t>(std::floor(double{clip.duration} * 30.0)) + 1;
+      static_cast<uint32_t>(std::floor(double{clip.duration} * 30.0 + 0.5)) + 1;
   ASSERT_FALSE(messages.empty());
   EXPECT_EQ(messages.back().frames_total(), expected_frames);
   EXPECT_EQ(messages.back().frames_done(), expected_frames);
@@ -256,7 +256,38 @@ TEST_F(BakeTest, Bake_DefaultsBakeTheWholeClipEndingOnItsLastKey) {
     }
   }
   EXPECT_EQ(index, expected_frames);
-  EXPECT_LE(FrameTime(0.0, static_cast<int>(index) - 1, 30.0), clip.duration);
+  // Rounded to the nearest frame: the last is at most half a frame past
+  // the clip's end (and holds its last pose).
+  EXPECT_LE(FrameTime(0.0, static_cast<int>(index) - 1, 30.0),
+            clip.duration + 0.5 / 30.0);
+}
+
+// At the clip's nominal rate (the walk's 120 fps), a bake has one frame
+// per key, its last frame the clip's last key, although the file's frame
+// time (.0083333 s) puts the clip's end a little before that frame's time.
+TEST_F(BakeTest, Bake_AtTheClipsOwnRateGivesOneFramePerKey) {
+  v1::BakeRequest request = WalkBake();
+  request.set_frame_rate(120.0f);
+  std::vector<v1::BakeResponse> messages;
+  ASSERT_TRUE(ReadAll(request, messages).ok());
+  const Clip& clip = Walk().clips.at(0);
+  size_t keys = 0;
+  for (const JointTracks& track : clip.tracks) {
+    keys = std::max(keys, track.rotation.times.size());
+  }
+  ASSERT_EQ(keys, 994u);
+  EXPECT_EQ(messages.back().frames_total(), keys);
+  const v1::BakedFrame& last =
+      messages.back().frames(messages.back().frames_size() - 1);
+  LocalPose pose(Walk().skeleton.num_joints());
+  SamplingJob job;
+  job.skeleton = &Walk().skeleton;
+  job.clip = &clip;
+  job.time = clip.duration;
+  job.mode = PlaybackMode::kClamp;
+  job.output = absl::MakeSpan(pose);
+  ASSERT_TRUE(job.Run().ok());
+  EXPECT_TRUE(BitIdentical(Floats(last.pose()), Packed(pose)));
 }
 
 // Asked for 7 frames a message: 50 frames come in 8 messages, progress

@@ -3,10 +3,13 @@
 Live: hand and foot targets are taken from another frame of the walk; once
 the server's answers are applied, Blender's own evaluation (the armature's
 world matrix times the pose bones' matrices) must put the wrists and ankles
-on the targets. Bake: 30 keyed frames must equal what the server answers
-for the same input. Spring bones: a chain added to the rig must droop under
-gravity. Server errors must end up as the armature's error with the server's
-message, never as a traceback.
+on the targets. Bake: one Bake call (counted by the link; no Session frame)
+whose keyed frames equal what the server answers for each frame's input,
+solved alone and in a Session frame by frame, with a target that moves and
+a spring chain that carries state; cancelling stops the call; a change a
+bake cannot carry is refused by name. Spring bones: a chain added to the
+rig must droop under gravity. Server errors must end up as the armature's
+error with the server's message, never as a traceback.
 
 Blender runs no timers while a script runs, so the tests call the timer's
 function (runtime.pump_until) where Blender would call it.
@@ -297,6 +300,9 @@ class LiveAndBake(h.WalkTestCase):
         settings.bake_mode = "REPLACE"
         self.assertEqual(bpy.ops.posewire.bake(), {"FINISHED"})
         self.assertAlmostEqual(settings.bake_progress, 100.0)
+        # One Bake call, no frame through the session.
+        self.assertEqual(self.runtime.RUNTIME.link.calls,
+                         {"Bake": 1})
 
         action = obj.animation_data.action
         skeleton = rig.skeleton_message(posewire, layout)
@@ -327,6 +333,158 @@ class LiveAndBake(h.WalkTestCase):
             curve = action.fcurves.find(path, index=0)
             keyed_frames = {int(k.co.x) for k in curve.keyframe_points}
             self.assertTrue(set(frames) <= keyed_frames, name)
+
+    def session_answers(self, request):
+        """Each frame of a BakeRequest solved by a Session one frame at a
+        time: the request's skeleton and ops as the rig, each frame's
+        input pose (the source clip's keys at that frame) and op updates,
+        dt 0 on the first frame and one frame's time after."""
+        import posewire
+        from posewire import pb
+        clip = request.clips[0]
+        with posewire.Client(h.SERVER) as client, client.session() as s:
+            s.register_skeleton("s", request.skeleton.skeleton)
+            s.register_rig("r", "s", request.ops)
+            s.register_character("c", "r")
+            answers = []
+            for i in range(request.frame_count):
+                pose = []
+                for tracks in clip.joints:
+                    for track in (tracks.translation, tracks.rotation,
+                                  tracks.scale):
+                        width = len(track.values) // len(track.times)
+                        key = i if len(track.times) > 1 else 0
+                        pose += track.values[key * width:(key + 1) * width]
+                updates = (request.frame_updates[i].op_updates
+                           if i < len(request.frame_updates) else [])
+                result = s.frame([pb.CharacterFrame(
+                    character_id="c", root=request.root,
+                    pose=posewire.types.Pose(transforms=pose),
+                    op_updates=updates)],
+                    dt=0.0 if i == 0 else 1.0 / request.frame_rate)
+                s.raise_for_characters(result)
+                answers.append(list(result.characters[0].pose.transforms))
+        return answers
+
+    def bake_job(self, start, end):
+        from posewire_blender import bake
+        self.assertEqual(bpy.ops.posewire.connect(), {"FINISHED"})
+        link = self.runtime.RUNTIME.link
+        self.pump(lambda: link.state == "CONNECTED", "the connection")
+        job = bake.BakeJob(bpy.context, self.obj, start, end, "REPLACE")
+        job.run()
+        return job
+
+    def assert_keys_equal(self, job, answers):
+        """The keyed pose of every frame, as Blender evaluates it, is the
+        server's answer within float rounding."""
+        from posewire_blender import conversion
+        layout = conversion.RigLayout(self.obj.data)
+        for frame, answer in zip(job.frames, answers):
+            self.scene.frame_set(frame)
+            for i, name in enumerate(layout.names):
+                keyed = layout.local_matrix(
+                    i, self.obj.pose.bones[name].matrix_basis)
+                self.assertLess(h.max_difference(
+                    keyed, h.matrix_of(answer, i)), 1e-5,
+                    f"frame {frame} {name}")
+
+    def test_bake_with_a_moving_target_equals_a_session_frame_by_frame(self):
+        """The wrist's target keyed to move over the range: the request
+        carries its positions as frame updates, the server's answers equal
+        a Session's fed the same frames one by one bit for bit, the keys
+        equal them, and Blender's evaluation of the keys puts the wrist on
+        the moving target."""
+        targets = self.add_limb_targets()
+        target = targets["LeftWrist"]
+        start = target.location.copy()
+        target.keyframe_insert("location", frame=FRAME)
+        target.location = start.lerp(
+            world_head(self.obj, "LeftShoulder"), 0.3)
+        target.keyframe_insert("location", frame=FRAME + 9)
+        job = self.bake_job(FRAME, FRAME + 9)
+        request = job.request()
+        self.assertEqual(self.runtime.RUNTIME.link.calls, {"Bake": 1})
+        moved = [u for entry in request.frame_updates
+                 for u in entry.op_updates]
+        self.assertEqual({u.op for u in moved}, {0})  # LeftWrist's set-up
+        self.assertEqual(len(request.frame_updates), 10)
+        answers = self.session_answers(request)
+        for frame, answer in zip(job.frames, answers):
+            self.assertEqual(job.solved[frame], answer, f"frame {frame}")
+        self.assert_keys_equal(job, answers)
+        for frame in (FRAME + 4, FRAME + 9):
+            self.scene.frame_set(frame)
+            self.assert_on_targets({"LeftWrist": target})
+
+    def test_bake_carries_spring_state_frame_to_frame(self):
+        """A spring chain falling over ten frames: each baked frame equals
+        a Session's given the previous frames (state carried, dt one
+        frame's time), and the tip has fallen by the end."""
+        obj = self.obj
+        h.add_ponytail(obj)
+        self.scene.frame_set(1)
+        bpy.context.view_layer.update()
+        tip_rest = obj.matrix_world @ obj.pose.bones["Tail2"].tail
+        job = self.bake_job(1, 10)
+        answers = self.session_answers(job.request())
+        for frame, answer in zip(job.frames, answers):
+            self.assertEqual(job.solved[frame], answer, f"frame {frame}")
+        self.assertNotEqual(answers[1], answers[9])
+        self.assert_keys_equal(job, answers)
+        self.scene.frame_set(10)
+        bpy.context.view_layer.update()
+        tip = obj.matrix_world @ obj.pose.bones["Tail2"].tail
+        self.assertLess(tip.z, tip_rest.z - 0.1, "the tip did not fall")
+
+    def test_bake_refuses_a_moving_armature_with_springs(self):
+        """Spring chains swing in world space and a bake takes one
+        placement: an armature object that moves over the range is
+        refused by name before anything is sent."""
+        from posewire_blender import bake
+        obj = self.obj
+        h.add_ponytail(obj)
+        obj.keyframe_insert("location", frame=1)
+        obj.location.x += 5.0
+        obj.keyframe_insert("location", frame=5)
+        self.assertEqual(bpy.ops.posewire.connect(), {"FINISHED"})
+        job = bake.BakeJob(bpy.context, obj, 1, 5, "REPLACE")
+        with self.assertRaises(bake.BakeError) as raised:
+            job.run()
+        job.close()
+        self.assertIn("ponytail: spring chains swing in world space",
+                      str(raised.exception))
+        self.assertIn("frame 2", str(raised.exception))
+        self.assertEqual(self.runtime.RUNTIME.link.calls, {})
+
+    def test_cancelling_a_bake_stops_the_call(self):
+        """What Esc does (BakeJob.close -> Link.cancel_bake): a bake of
+        100,000 frames sent one per message is cancelled after its first
+        message and ends CANCELLED long before its end."""
+        from posewire_blender import link as link_module
+        self.add_limb_targets()
+        job = self.bake_job(FRAME, FRAME + 1)
+        request = job.request()
+        request.frame_count = 100000
+        request.frames_per_message = 1
+        request.source.loop = True
+        link = self.runtime.RUNTIME.link
+        seen = []
+        self.runtime.RUNTIME.consumers["cancel test"] = seen.append
+        ticket = link.bake("cancel test", request)
+        self.pump(lambda: seen, "the first message")
+        link.cancel_bake(ticket)
+        self.pump(lambda: isinstance(seen[-1], link_module.BakeResult),
+                  "the end of the bake")
+        end = seen[-1]
+        self.assertFalse(end.ok)
+        self.assertIn("CANCELLED", end.message)
+        progress = [r for r in seen
+                    if isinstance(r, link_module.BakeProgress)]
+        self.assertEqual([p.done for p in progress],
+                         list(range(1, len(progress) + 1)))
+        self.assertLess(progress[-1].done, 100000)
+        self.runtime.RUNTIME.consumers.pop("cancel test")
 
     def test_bake_layer_keeps_the_original_action(self):
         targets = self.add_limb_targets()

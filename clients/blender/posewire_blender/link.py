@@ -15,6 +15,13 @@ that fails, registrations die with the session, so the worker remembers
 every registered character and registers it again after reconnecting: it
 reports LOST with the reason and keeps trying to reconnect with a growing
 delay; `reconnect_now` skips the wait.
+
+A bake is one Bake call the worker makes on the same client (channel, token,
+TLS) between session messages: it queues BakeProgress as each message of
+frames arrives and a BakeResult at the end, and stops the call at the next
+message once `cancel_bake` (or `close`) asked it to. Live frames queued
+meanwhile wait for it; the add-on pauses live mode while baking anyway.
+`calls` counts the calls made, by kind, for the panel and tests.
 """
 
 import collections
@@ -37,6 +44,26 @@ Result = collections.namedtuple(
     "Result", "ticket key ok message pose model_pose op_results")
 """One answered request. ok False: message is the server's (or the
 connection's) error; pose and model_pose are flat float lists."""
+
+
+BakeProgress = collections.namedtuple("BakeProgress",
+                                      "ticket key done total")
+"""Frames the server has baked so far, of the total."""
+
+BakeResult = collections.namedtuple("BakeResult",
+                                    "ticket key ok message baked")
+"""A bake's end. ok: baked is the posewire.BakedClip; else message is the
+server's (or the connection's) error, CANCELLED after cancel_bake."""
+
+
+class _Bake:
+    __slots__ = ("ticket", "key", "request", "joint_names")
+
+    def __init__(self, ticket, key, request, joint_names):
+        self.ticket = ticket
+        self.key = key
+        self.request = request
+        self.joint_names = joint_names
 
 
 class _Frame:
@@ -79,6 +106,8 @@ class Link:
         # last one said (for the panel).
         self.resumes = 0
         self.last_resume = ""
+        self._cancelled_bakes = set()
+        self.calls = collections.Counter()  # "Bake", "Session frame"
         self._thread = threading.Thread(target=self._run, name="posewire",
                                         daemon=True)
         self._thread.start()
@@ -111,6 +140,21 @@ class Link:
         self._requests.put(_Frame(ticket, key, character_frame, dt,
                                   latest_only))
         return ticket
+
+    def bake(self, key, request, joint_names=()):
+        """Queues a Bake call (a posewire.v1.BakeRequest); its BakeProgress
+        and BakeResult come back through poll. Returns the ticket."""
+        with self._lock:
+            self._next_ticket += 1
+            ticket = self._next_ticket
+        self._requests.put(_Bake(ticket, key, request, list(joint_names)))
+        return ticket
+
+    def cancel_bake(self, ticket):
+        """Stops a queued or running bake (at its next message of frames);
+        it ends with a CANCELLED BakeResult."""
+        with self._lock:
+            self._cancelled_bakes.add(ticket)
 
     def poll(self):
         """Every result that arrived since the last poll (never blocks)."""
@@ -182,7 +226,7 @@ class Link:
             self._set_state(CONNECTED, "")
             self._registered.clear()
             try:
-                self._serve(session)
+                self._serve(client, session)
             except self._pw.PosewireError as error:
                 self._lost(f"{error.code.name}: {error.message}")
                 attempt = self._backoff(attempt)
@@ -230,7 +274,7 @@ class Link:
                 if not (isinstance(r, _Frame) and r.latest_only
                         and newest[r.key] != i)]
 
-    def _serve(self, session):
+    def _serve(self, client, session):
         """Sends requests until stopped; a PosewireError from the stream
         itself (not from one message) ends the session."""
         for key in list(self._registrations):
@@ -241,6 +285,8 @@ class Link:
                     return
                 if isinstance(request, _Frame):
                     self._frame(session, request)
+                elif isinstance(request, _Bake):
+                    self._bake(client, request)
                 else:
                     ticket, registration = request
                     self._registrations[registration.key] = registration
@@ -281,6 +327,7 @@ class Link:
         frame = pw.pb.CharacterFrame()
         frame.CopyFrom(request.frame)
         frame.character_id = self._character_ids[request.key]
+        self._count("Session frame")
         try:
             result = session.frame([frame], dt=request.dt)
         except pw.PosewireError as error:
@@ -300,6 +347,47 @@ class Link:
             request.ticket, request.key, True, "",
             list(character.pose.transforms),
             list(character.model_pose.transforms), list(character.ops)))
+
+
+    def _count(self, kind):
+        with self._lock:
+            self.calls[kind] += 1
+
+    def _bake_stopped(self, ticket):
+        with self._lock:
+            return self._stop or ticket in self._cancelled_bakes
+
+    def _bake(self, client, request):
+        """One Bake call; its own failure (a refused request, a cancel, a
+        lost server) is its result's, never the session's."""
+        ticket, key = request.ticket, request.key
+
+        def on_progress(done, total):
+            self._results.put(BakeProgress(ticket, key, done, total))
+            return not self._bake_stopped(ticket)
+
+        try:
+            if self._bake_stopped(ticket):
+                result = BakeResult(
+                    ticket, key, False,
+                    "Bake: CANCELLED: cancelled before it started", None)
+            else:
+                self._count("Bake")
+                baked = client.run_bake(
+                    request.request, on_progress=on_progress,
+                    joint_names=request.joint_names)
+                result = BakeResult(ticket, key, True, "", baked)
+        except self._pw.PosewireError as error:
+            result = BakeResult(ticket, key, False, str(error), None)
+        except Exception as error:  # noqa: BLE001 - the worker must live on
+            # (numpy missing, a malformed answer): the bake reports it.
+            result = BakeResult(ticket, key, False,
+                                f"Bake: {type(error).__name__}: {error}",
+                                None)
+        finally:
+            with self._lock:
+                self._cancelled_bakes.discard(ticket)
+        self._results.put(result)
 
 
 def _stream_ended(session):

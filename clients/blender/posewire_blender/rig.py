@@ -280,17 +280,23 @@ class RigBuilder:
                              "chain")
         return result
 
+    def setup_names(self):
+        """The set-up behind each op of `operations`, in the same order."""
+        settings = self.obj.posewire
+        return ([s.name for s in settings.solvers if s.enabled] +
+                [s.name for s in settings.springs if s.enabled])
+
     def character_frame(self, character_id, pose_floats, reset_state=False):
         """A posewire.v1.CharacterFrame with this frame's pose, placement and
         targets."""
         return self.pw.pb.CharacterFrame(
             character_id=character_id,
             pose=self.pw.types.Pose(transforms=pose_floats),
-            root=_root_message(self.pw, self.obj),
+            root=root_message(self.pw, self.obj),
             ops=self.operations(pose_floats), reset_state=reset_state)
 
 
-def _root_message(pw, obj):
+def root_message(pw, obj):
     """The armature object's world placement as a posewire.v1.Transform."""
     f = conversion.root_floats(obj)
     return pw.types.Transform(

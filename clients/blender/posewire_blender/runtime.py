@@ -19,7 +19,7 @@ import time
 import bpy
 
 from . import conversion, posing, rig, stubs
-from .link import CONNECTED, LOST, Link
+from .link import CONNECTED, LOST, Link, Result
 
 PUMP_SECONDS = 1.0 / 30.0
 
@@ -255,8 +255,8 @@ def _apply(result):
 
 
 def dispatch():
-    """Hands every arrived result to its owner: a bake waiting for it, or
-    a live armature. Returns how many results there were."""
+    """Hands every arrived result to its owner: a bake waiting for it (its
+    progress and end), or a live armature. Returns how many there were."""
     link = RUNTIME.link
     if link is None:
         return 0
@@ -265,8 +265,9 @@ def dispatch():
         consumer = RUNTIME.consumers.get(result.key)
         if consumer is not None:
             consumer(result)
-        else:
+        elif isinstance(result, Result):
             _apply(result)
+        # else: a closed bake's late progress or end, for nobody.
     return len(results)
 
 

@@ -1,4 +1,5 @@
-"""Client for posewire.v1.PoseWire: GetInfo, unary Solve, streaming Session.
+"""Client for posewire.v1.PoseWire: GetInfo, unary Solve, streaming Session,
+server-streaming Bake.
 
 Every error comes back as a PosewireError carrying the gRPC status code and
 the server's message, whether it ended a unary call, a registration in a
@@ -13,6 +14,7 @@ import time
 
 import grpc
 
+from posewire.bake import FrameGatherer, bake_request
 from posewire.calls import SolvesPoses
 from posewire.v1 import posewire_pb2 as pb
 from posewire.v1 import posewire_pb2_grpc as pb_grpc
@@ -30,7 +32,11 @@ class PosewireError(Exception):
 
     code: a grpc.StatusCode (INVALID_ARGUMENT, NOT_FOUND, ...).
     message: the server's message, naming the field, character and joint.
+    partial: for a bake cut short (cancelled, or a frame failed), the
+    frames that arrived before, as a posewire.BakedClip; else None.
     """
+
+    partial = None
 
     def __init__(self, code, message, context=""):
         self.code = code
@@ -119,6 +125,76 @@ class Client(SolvesPoses):
         except grpc.RpcError as error:
             raise PosewireError.from_rpc_error(error, "LearnLimits") from None
 
+    def bake(self, skeleton, clip=None, ops=(), *, on_progress=None,
+             timeout=None, **options):
+        """Bake: runs `ops` on every frame of a clip on the server and
+        returns the frames as a BakedClip (poses as (frames, joints, 10)
+        float32 arrays, times, per-frame op results, the final state, the
+        skeleton's hash).
+
+        skeleton: a posewire.v1.Skeleton, a content hash (a BakedClip's or
+          SolvedPose's skeleton_hash), or an asset from posewire.local.load
+          (its clips are sent).
+        clip: the source each frame's input pose is sampled from: a
+          posewire.v1.Clip, a clip name (of the asset or `clips`), or None:
+          the asset's first clip; with a bare skeleton, the rest pose (for
+          ops that make their own motion, such as a crossfade).
+        options (bake_request): clips (more posewire.v1.Clip the ops
+          name), frame_rate (unset: 30), frame_count (unset: the clip from
+          start_time to its end), start_time (seconds), loop (wrap past the
+          clip's end instead of holding its last pose), frame_updates (per
+          frame, a list of posewire.v1.OpUpdate such as target_update(...):
+          that frame's op inputs, as a Session frame's op_updates),
+          timed_ops (indices of ops whose time follows the frame's),
+          state (a previous bake's state: continue it, else frame 0 has
+          dt 0), root (a posewire.v1.Transform), want_model_pose,
+          frames_per_message (0: the server's choice),
+          rotation_interpolation.
+        on_progress(done, total): called as each message arrives; returning
+          False cancels the call, which raises PosewireError CANCELLED (an
+          exception from it cancels the call too, and propagates).
+        timeout: seconds for the whole bake; None (the default): no
+          deadline, since a long bake may take minutes (cancel instead).
+
+        Errors raise PosewireError with the server's code and message
+        (INVALID_ARGUMENT naming the field, RESOURCE_EXHAUSTED past
+        GetInfo's max_bake_frames, max_bake_bytes, max_concurrent_bakes).
+        A cancelled or failed bake's PosewireError carries the frames that
+        arrived before as `partial` (a BakedClip): they are final.
+        """
+        request = bake_request(skeleton, clip, ops, **options)
+        names = getattr(getattr(skeleton, "skeleton", skeleton),
+                        "joint_names", ())
+        return self.run_bake(request, on_progress, timeout, names)
+
+    def run_bake(self, request, on_progress=None, timeout=None,
+                 joint_names=()):
+        """Bake with a ready posewire.v1.BakeRequest (see bake)."""
+        gathered = FrameGatherer(list(joint_names))
+        responses = self._stub.Bake(request, timeout=timeout,
+                                    metadata=self._metadata)
+        finished = False
+        try:
+            for message in responses:
+                gathered.add(message)
+                if on_progress is not None and on_progress(
+                        gathered.done, gathered.total) is False:
+                    raise _with_partial(PosewireError(
+                        grpc.StatusCode.CANCELLED,
+                        f"bake cancelled by the caller after {gathered.done} "
+                        f"of {gathered.total} frames", "Bake"), gathered)
+            finished = True
+        except grpc.RpcError as error:
+            finished = True
+            raise _with_partial(PosewireError.from_rpc_error(error, "Bake"),
+                                gathered) from None
+        finally:
+            # Stopped by the callback, by an exception from it, or by an
+            # interrupt: cancelling stops the server at its next frame.
+            if not finished:
+                responses.cancel()
+        return gathered.clip()
+
     def session(self, auto_resume=False, **resume_options):
         """Opens a streaming Session (use it as a context manager).
 
@@ -160,6 +236,12 @@ class Client(SolvesPoses):
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _with_partial(error, gathered):
+    """The error, with the bake's frames that arrived before it."""
+    error.partial = gathered.clip()
+    return error
 
 
 def _registration_key(kind, skeleton_id, registration_id):

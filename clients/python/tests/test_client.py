@@ -4,7 +4,12 @@ POSEWIRE_SERVER names the server (HOST:PORT); tests/e2e/python_client_e2e.sh
 starts one and runs this file with /usr/bin/python3. Expected values are
 computed here independently: the knee's sampled rotation is the normalised
 lerp of its two keys (the server's default interpolation), and the ankle's
-model-space position is the rotated bone added to the knee by hand.
+model-space position is the rotated bone added to the knee by hand. The
+bakes are checked against a Session solving the same frames one by one, and
+by forward kinematics written out here.
+
+The CMU walk comes from POSEWIRE_TEST_DATA (else the repository's
+tests/data), read by posewire.local; without posewire._core that test skips.
 """
 
 import math
@@ -14,9 +19,13 @@ import unittest
 import grpc
 
 import posewire
-from posewire import ops, pb, types
+from posewire import local, ops, pb, types
 
 SERVER = os.environ.get("POSEWIRE_SERVER", "127.0.0.1:50051")
+DATA = os.environ.get("POSEWIRE_TEST_DATA") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests",
+    "data")
+WALK = os.path.join(DATA, "cmu_131_01_walk.bvh")
 
 # A leg: hip 1 up, knee 0.5 below it, ankle 0.5 below the knee.
 LEG = posewire.make_skeleton(
@@ -44,6 +53,34 @@ def rotate_x(q, v):
 def sample(time, clip="bend"):
     return ops.Operation(sample_clip=ops.SampleClipOp(
         sample=ops.ClipSample(clip=clip, time=time)))
+
+
+def quat_mul(a, b):
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return (aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz)
+
+
+def quat_rotate(q, v):
+    x, y, z, _ = quat_mul(quat_mul(q, (*v, 0.0)),
+                          (-q[0], -q[1], -q[2], q[3]))
+    return (x, y, z)
+
+
+def chain_positions(pose):
+    """Model-space joint positions of a chain (each joint the previous
+    one's child) from its local (joints, 10) pose: forward kinematics by
+    hand, unit scales."""
+    position, rotation, out = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), []
+    for joint in pose:
+        step = quat_rotate(rotation, [float(c) for c in joint[:3]])
+        position = tuple(p + s for p, s in zip(position, step))
+        rotation = quat_mul(rotation, [float(c) for c in joint[3:7]])
+        out.append(position)
+    return out
 
 
 class MessagesTest(unittest.TestCase):
@@ -262,6 +299,167 @@ class ClientTest(unittest.TestCase):
             self.assertEqual(raised.exception.code,
                              grpc.StatusCode.OUT_OF_RANGE)
             self.assertIn("query.time", raised.exception.message)
+
+
+class BakeTest(unittest.TestCase):
+    """Client.bake against the server and a Session frame by frame."""
+
+    def setUp(self):
+        self.client = posewire.Client(SERVER, timeout=10)
+
+    def tearDown(self):
+        self.client.close()
+
+    @unittest.skipUnless(local.available() and os.path.isfile(WALK),
+                         "needs posewire._core and tests/data")
+    def test_walk_bake_equals_a_session_frame_by_frame_bit_for_bit(self):
+        """90 frames of the looping walk at 60 fps from 0.25 s, the leg on
+        a target that frame_updates move on some frames, spring bones
+        carrying state: every pose, model pose and op result equals a
+        Session's whose rig samples the clip and runs the same ops."""
+        walk = local.load(WALK)
+        name = walk.clip_names[0]
+        pipeline = [
+            posewire.two_bone_ik_op("LeftHip", "LeftKnee", "LeftAnkle",
+                                    (5.0, 2.0, -3.0)),
+            ops.Operation(spring_bones=ops.SpringBonesOp(
+                rig=ops.SpringRig(root_joints=["LeftShoulder"])))]
+        frames, rate, start = 90, 60.0, 0.25
+        targets = {i: (5.0 + 0.2 * i, 2.0, -3.0 + 0.1 * i)
+                   for i in range(0, frames, 3)}
+        updates = [[posewire.target_update(0, targets[i])] if i in targets
+                   else None for i in range(frames)]
+        root = types.Transform(translation=types.Vec3(x=3.0, z=-1.0),
+                               rotation=types.Quat(w=1.0),
+                               scale=types.Vec3(x=1.0, y=1.0, z=1.0))
+        baked = self.client.bake(
+            walk, ops=pipeline, frame_rate=rate, frame_count=frames,
+            start_time=start, loop=True, frame_updates=updates, root=root,
+            want_model_pose=True)
+        self.assertEqual(baked.poses.shape, (frames, 31, 10))
+        self.assertEqual(baked.model_poses.shape, (frames, 31, 10))
+        self.assertIn("spring_bones", baked.state)
+        self.assertTrue(baked.skeleton_hash)
+
+        sample = posewire.sample_clip_op(name, 0.0)
+        sample.sample_clip.sample.mode = types.PLAYBACK_MODE_LOOP
+        with self.client.session() as session:
+            session.register_skeleton("walk", walk.skeleton)
+            session.register_clip(name, "walk", walk.clips[name])
+            session.register_rig("rig", "walk", [sample] + pipeline)
+            session.register_character("c", "rig")
+            for i in range(frames):
+                op_updates = [pb.OpUpdate(op=0, time=start + i / rate)]
+                if i in targets:
+                    op_updates.append(posewire.target_update(1, targets[i]))
+                result = session.frame([pb.CharacterFrame(
+                    character_id="c", root=root, want_model_pose=True,
+                    op_updates=op_updates)], dt=0.0 if i == 0 else 1 / rate)
+                session.raise_for_characters(result)
+                want = result.characters[0]
+                self.assertEqual(
+                    baked.poses[i].tobytes(),
+                    posewire.array_from_pose(want.pose).tobytes(),
+                    f"frame {i}")
+                self.assertEqual(
+                    baked.model_poses[i].tobytes(),
+                    posewire.array_from_pose(want.model_pose).tobytes(),
+                    f"frame {i}")
+                self.assertEqual([(r.op, r.reached) for r in baked.ops[i]],
+                                 [(r.op, r.reached) for r in want.ops[1:]])
+                self.assertAlmostEqual(float(baked.times[i]),
+                                       start + i / rate, places=6)
+        # The hash the bake returned stands in for the skeleton.
+        again = self.client.bake(baked.skeleton_hash, walk.clips[name],
+                                 ops=pipeline, frame_rate=rate, frame_count=3,
+                                 start_time=start, loop=True,
+                                 frame_updates=updates[:3], root=root)
+        self.assertEqual(again.poses.tobytes(), baked.poses[:3].tobytes())
+
+    def test_frame_updates_move_the_ik_target_frame_by_frame(self):
+        """From the rest pose (no source clip), the ankle lands on each
+        frame's updated target; frames with no update (an empty entry, or
+        past the last entry) reach the op's own target."""
+        own = (0.0, 0.2, 0.3)
+        moved = {i: (0.0, 0.4, 0.3 + 0.05 * i) for i in (0, 1, 3)}
+        updates = [[posewire.target_update(0, moved[i])] if i in moved
+                   else None for i in range(4)]
+        baked = self.client.bake(
+            LEG, ops=[posewire.two_bone_ik_op("hip", "knee", "ankle", own)],
+            frame_count=6, frame_updates=updates)
+        self.assertEqual(baked.poses.shape, (6, 3, 10))
+        for i in range(6):
+            ankle = chain_positions(baked.poses[i])[2]
+            want = moved.get(i, own)
+            for got, expected in zip(ankle, want):
+                self.assertAlmostEqual(got, expected, places=5,
+                                       msg=f"frame {i}")
+            self.assertTrue(baked.ops[i][0].reached, f"frame {i}")
+            self.assertEqual(baked.frame(i).pose.tobytes(),
+                             baked.poses[i].tobytes())
+
+    def test_progress_arrives_in_order_with_the_frames(self):
+        calls = []
+        baked = self.client.bake(
+            LEG, BEND_CLIP, frame_count=50,
+            frames_per_message=7,
+            on_progress=lambda done, total: calls.append((done, total)))
+        self.assertEqual(calls, [(min(50, 7 * m), 50) for m in range(1, 9)])
+        self.assertEqual(baked.frames_total, 50)
+        self.assertEqual(len(baked.poses), 50)
+        # 30 fps by default: frame i is the clip at i / 30 s.
+        for i in (0, 10, 29):
+            self.assertAlmostEqual(float(baked.times[i]), i / 30, places=6)
+            self.assertQuatClose(baked.poses[i][1][3:7],
+                                 nlerp((0, 0, 0, 1), BEND, i / 30))
+        # Past the clip's end (1 s) it holds the last key (no loop).
+        self.assertQuatClose(baked.poses[49][1][3:7], BEND)
+
+    def assertQuatClose(self, actual, expected, tolerance=1e-5):
+        dot = abs(sum(float(a) * e for a, e in zip(actual, expected)))
+        self.assertGreater(dot, 1 - tolerance, f"{actual} vs {expected}")
+
+    def test_progress_returning_false_cancels_the_call(self):
+        calls = []
+
+        def stop_at_the_third(done, total):
+            calls.append((done, total))
+            return len(calls) < 3
+
+        with self.assertRaises(posewire.PosewireError) as raised:
+            self.client.bake(LEG, BEND_CLIP, frame_count=100000, loop=True,
+                             frames_per_message=10,
+                             on_progress=stop_at_the_third)
+        error = raised.exception
+        self.assertEqual(error.code, grpc.StatusCode.CANCELLED)
+        self.assertIn("after 30 of 100000 frames", error.message)
+        self.assertEqual(calls, [(10, 100000), (20, 100000), (30, 100000)])
+        # The frames that came before are kept, and final.
+        self.assertEqual(error.partial.poses.shape, (30, 3, 10))
+        self.assertEqual(error.partial.frames_total, 100000)
+
+        # A callback that raises cancels too; its exception comes through.
+        def interrupted(done, total):
+            raise KeyboardInterrupt
+
+        with self.assertRaises(KeyboardInterrupt):
+            self.client.bake(LEG, BEND_CLIP, frame_count=100000, loop=True,
+                             frames_per_message=10, on_progress=interrupted)
+        # The client goes on.
+        self.assertEqual(len(self.client.bake(LEG, BEND_CLIP).poses), 31)
+
+    def test_too_many_frames_is_resource_exhausted_with_the_limit(self):
+        with self.assertRaises(posewire.PosewireError) as raised:
+            self.client.bake(LEG, BEND_CLIP, frame_count=10**9)
+        error = raised.exception
+        self.assertEqual(error.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("1000000000 frames exceed", error.message)
+        self.assertIn("limits.max_bake_frames", error.message)
+        self.assertIn("Bake: RESOURCE_EXHAUSTED", str(error))
+        self.assertEqual(len(error.partial.poses), 0)
+        with self.assertRaises(ValueError) as raised:
+            self.client.bake(LEG, "no_such_clip")
+        self.assertIn("no_such_clip", str(raised.exception))
 
 
 # A pelvis 1 up, a hip beside it, and a leg bent a little at the knee so

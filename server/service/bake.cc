@@ -228,6 +228,13 @@ absl::Status BakeRun::CheckFrameUpdates() {
         !s.ok()) {
       return s;
     }
+    if (request_.frame_updates(i).has_root()) {
+      auto root = TransformFromProto(request_.frame_updates(i).root(),
+                                     absl::StrCat(field, ".root"));
+      if (!root.ok()) return root.status();
+      frame_roots_.resize(request_.frame_updates_size());
+      frame_roots_[i] = *root;
+    }
     for (size_t op = 0; op < timed_by_op_.size() && !frame_by_op_.empty();
          ++op) {
       if (timed_by_op_[op] != nullptr && frame_by_op_[op] != nullptr) {
@@ -295,7 +302,9 @@ absl::Status BakeRun::SolveFrame(uint32_t index, v1::BakedFrame* out,
       // nothing elapsed; one given state continues the
       // bake that returned it, a frame later.
       .dt = index == 0 && request_.state().empty() ? 0.0f : dt_,
-      .root = scratch_.root,
+      .root = index < frame_roots_.size() && frame_roots_[index].has_value()
+                  ? *frame_roots_[index]
+                  : scratch_.root,
       .field = field,
       .timings = timings,
       .updates = GatherUpdates(index) ? absl::MakeConstSpan(updates_by_op_)

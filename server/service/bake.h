@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,8 @@ class BakeRun {
   // This frame's updates by op: the timed ones and frame_updates[i]'s.
   OpUpdatesByOp frame_by_op_;
   OpUpdatesByOp updates_by_op_;
+  // frame_updates' placements, by frame (empty: none is given).
+  std::vector<std::optional<Transform>> frame_roots_;
   // The source clip's index in clips_, or -1 for the rest pose.
   int source_clip_ = -1;
   double frame_rate_ = 30.0;

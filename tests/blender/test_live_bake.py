@@ -334,11 +334,12 @@ class LiveAndBake(h.WalkTestCase):
             keyed_frames = {int(k.co.x) for k in curve.keyframe_points}
             self.assertTrue(set(frames) <= keyed_frames, name)
 
-    def session_answers(self, request):
+    def session_answers(self, request, placements=True):
         """Each frame of a BakeRequest solved by a Session one frame at a
         time: the request's skeleton and ops as the rig, each frame's
-        input pose (the source clip's keys at that frame) and op updates,
-        dt 0 on the first frame and one frame's time after."""
+        input pose (the source clip's keys at that frame), op updates and
+        placement (the request's root without `placements`), dt 0 on the
+        first frame and one frame's time after."""
         import posewire
         from posewire import pb
         clip = request.clips[0]
@@ -355,10 +356,15 @@ class LiveAndBake(h.WalkTestCase):
                         width = len(track.values) // len(track.times)
                         key = i if len(track.times) > 1 else 0
                         pose += track.values[key * width:(key + 1) * width]
-                updates = (request.frame_updates[i].op_updates
-                           if i < len(request.frame_updates) else [])
+                entry = (request.frame_updates[i]
+                         if i < len(request.frame_updates) else None)
+                updates = entry.op_updates if entry is not None else []
+                root = request.root
+                if placements and entry is not None and entry.HasField(
+                        "root"):
+                    root = entry.root
                 result = s.frame([pb.CharacterFrame(
-                    character_id="c", root=request.root,
+                    character_id="c", root=root,
                     pose=posewire.types.Pose(transforms=pose),
                     op_updates=updates)],
                     dt=0.0 if i == 0 else 1.0 / request.frame_rate)
@@ -437,25 +443,29 @@ class LiveAndBake(h.WalkTestCase):
         tip = obj.matrix_world @ obj.pose.bones["Tail2"].tail
         self.assertLess(tip.z, tip_rest.z - 0.1, "the tip did not fall")
 
-    def test_bake_refuses_a_moving_armature_with_springs(self):
-        """Spring chains swing in world space and a bake takes one
-        placement: an armature object that moves over the range is
-        refused by name before anything is sent."""
-        from posewire_blender import bake
+    def test_bake_of_a_moving_armature_with_springs_follows_it(self):
+        """Spring chains swing in world space: an armature object that
+        moves over the range sends its placement per frame (frame
+        updates' root), and each baked frame equals a Session's fed the
+        same placements frame by frame, bit for bit."""
         obj = self.obj
         h.add_ponytail(obj)
         obj.keyframe_insert("location", frame=1)
         obj.location.x += 5.0
         obj.keyframe_insert("location", frame=5)
-        self.assertEqual(bpy.ops.posewire.connect(), {"FINISHED"})
-        job = bake.BakeJob(bpy.context, obj, 1, 5, "REPLACE")
-        with self.assertRaises(bake.BakeError) as raised:
-            job.run()
-        job.close()
-        self.assertIn("ponytail: spring chains swing in world space",
-                      str(raised.exception))
-        self.assertIn("frame 2", str(raised.exception))
-        self.assertEqual(self.runtime.RUNTIME.link.calls, {})
+        job = self.bake_job(1, 5)
+        request = job.request()
+        self.assertEqual(self.runtime.RUNTIME.link.calls, {"Bake": 1})
+        moved = [e for e in request.frame_updates if e.HasField("root")]
+        self.assertEqual(len(moved), 4)  # frames 2..5 move from frame 1's
+        answers = self.session_answers(request)
+        for frame, answer in zip(job.frames, answers):
+            self.assertEqual(job.solved[frame], answer, f"frame {frame}")
+        self.assert_keys_equal(job, answers)
+        # The placement mattered: the same frames baked standing still
+        # swing the chain otherwise.
+        still = self.session_answers(request, placements=False)
+        self.assertNotEqual(still[4], answers[4])
 
     def test_cancelling_a_bake_stops_the_call(self):
         """What Esc does (BakeJob.close -> Link.cancel_bake): a bake of

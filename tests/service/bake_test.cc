@@ -161,9 +161,10 @@ TEST_F(BakeTest, Bake_ThousandFramesMatchASessionFrameByFrame) {
       BitIdentical(Floats(fresh.back().frames(0).pose()), Floats(one.pose())));
 }
 
-// Per-frame IK targets (a DCC's keyed target) in frame_updates: each frame
-// answers as a Session frame sending the same op update, and frames past
-// the last entry keep the op's own target.
+// Per-frame IK targets (a DCC's keyed target) and placements in
+// frame_updates: each frame answers as a Session frame sending the same op
+// update and root, and frames past the last entry keep the op's own target
+// and the request's root.
 TEST_F(BakeTest, Bake_FrameUpdatesMoveTheTargetAsASessionFrameDoes) {
   constexpr int kFrames = 30;
   constexpr int kUpdated = 20;
@@ -173,10 +174,18 @@ TEST_F(BakeTest, Bake_FrameUpdatesMoveTheTargetAsASessionFrameDoes) {
   auto target = [](int i) {
     return ToVec3(Eigen::Vector3f(5.0f + 0.2f * i, 2.0f, -3.0f + 0.1f * i));
   };
+  // The character walks off, too: spring bones swing in world space.
+  auto root = [](int i) {
+    v1::Transform t;
+    *t.mutable_translation() = ToVec3(Eigen::Vector3f(0.5f * i, 0.0f, 0.0f));
+    return t;
+  };
   for (int i = 0; i < kUpdated; ++i) {
-    v1::OpUpdate* update = request.add_frame_updates()->add_op_updates();
+    v1::BakeFrameUpdates* frame = request.add_frame_updates();
+    v1::OpUpdate* update = frame->add_op_updates();
     update->set_op(0);
     *update->mutable_target() = target(i);
+    *frame->mutable_root() = root(i);
   }
   std::vector<v1::BakeResponse> messages;
   ASSERT_TRUE(ReadAll(request, messages).ok());
@@ -207,6 +216,7 @@ TEST_F(BakeTest, Bake_FrameUpdatesMoveTheTargetAsASessionFrameDoes) {
       v1::OpUpdate* ik = c->add_op_updates();
       ik->set_op(1);
       *ik->mutable_target() = target(i);
+      *c->mutable_root() = root(i);
     }
     const v1::SessionResponse answer = RoundTrip(*stream, r);
     ASSERT_EQ(answer.frame().characters_size(), 1);

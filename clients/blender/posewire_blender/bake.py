@@ -110,10 +110,8 @@ class BakeJob:
         builder = rig.RigBuilder(pw, self.obj, self.layout)
         names = builder.setup_names()
         try:
-            bake_request.check_placement(self._roots, self._ops, names,
-                                         self.frames)
             updates = bake_request.frame_updates(pw, self._ops, names,
-                                                 self.frames)
+                                                 self.frames, self._roots)
         except bake_request.FrameChangeError as error:
             raise BakeError(str(error)) from None
         poses = [self.inputs[frame] for frame in self.frames]

@@ -19,11 +19,14 @@ So the frames Blender evaluated become:
   from the first frame's and that an OpUpdate carries (targets, poles,
   bend goals, biped effectors, ground hits, weights, spring gravity).
 
+  The armature's placement goes in the same entries (BakeFrameUpdates
+  root) where it differs from the first frame's, so spring chains, which
+  swing in world space, follow an animated armature object.
+
 An op field an OpUpdate cannot carry (a ground set-up's up axis when the
 armature turns, an animated floor height) must stay as it is on the first
-frame, and so must the armature's placement when spring chains, which
-swing in world space, are in the rig: otherwise the bake is refused with
-the set-up, the field and the frame named, rather than baked wrong.
+frame: otherwise the bake is refused with the set-up, the field and the
+frame named, rather than baked wrong.
 
 Only the posewire messages are used (no bpy), so this is plain data work.
 """
@@ -158,16 +161,20 @@ def _update(pw, index, kind, base, op):
     return update if changed else None
 
 
-def frame_updates(pw, frame_ops, names, frames):
+def frame_updates(pw, frame_ops, names, frames, roots=None):
     """BakeFrameUpdates per frame: what moved since the first frame.
 
     frame_ops: each frame's ops as RigBuilder.operations built them;
     names: the set-up of each op, and frames the Blender frame numbers,
-    for messages. Raises FrameChangeError for a change no update carries."""
+    for messages; roots (optional): the armature's placement per frame,
+    sent for the frames where it differs from the first (the request's
+    root). Raises FrameChangeError for a change no update carries."""
     first = frame_ops[0]
     out = []
-    for frame, ops in zip(frames, frame_ops):
+    for i, (frame, ops) in enumerate(zip(frames, frame_ops)):
         entry = pw.pb.BakeFrameUpdates()
+        if roots is not None and roots[i] != roots[0]:
+            entry.root.CopyFrom(roots[i])
         for index, (base_op, op) in enumerate(zip(first, ops)):
             kind = op.WhichOneof("op")
             base, current = getattr(base_op, kind), getattr(op, kind)
@@ -181,7 +188,7 @@ def frame_updates(pw, frame_ops, names, frames):
                 entry.op_updates.append(update)
         out.append(entry)
     # Trailing frames with no update need no entry.
-    while out and not out[-1].op_updates:
+    while out and not out[-1].op_updates and not out[-1].HasField("root"):
         out.pop()
     return out
 
@@ -200,19 +207,3 @@ def _fixed_change_message(name, kind, base, current, updatable, frame,
             "the frames where it differs separately")
 
 
-def check_placement(roots, frame_ops, names, frames):
-    """Raises FrameChangeError when the armature moves during the range
-    and a spring chain (simulated in world space) is in the rig: a bake
-    takes one placement."""
-    springs = [names[i] for i, op in enumerate(frame_ops[0])
-               if op.WhichOneof("op") == "spring_bones"]
-    if not springs:
-        return
-    for frame, root in zip(frames, roots):
-        if root != roots[0]:
-            raise FrameChangeError(
-                f"{springs[0]}: spring chains swing in world space and a "
-                f"bake takes one placement of the armature, but it moves "
-                f"between frame {frames[0]} and frame {frame}; bake with "
-                "the armature object still (animate its root bone "
-                "instead)")

@@ -164,6 +164,14 @@ std::vector<BadInput> BakeRows() {
       StatusCode::INVALID_ARGUMENT,
       "frame_updates[2].op_updates[0].target: NaN or infinite component"));
   add(BakeRow(
+      "bake_frame_update_root_nan",
+      "bake frame_updates[0] root translation (NaN, 0, 0)",
+      [](auto& r) {
+        *r.add_frame_updates()->mutable_root()->mutable_translation() =
+            Vec(kNaN, 0, 0);
+      },
+      StatusCode::INVALID_ARGUMENT, "frame_updates[0].root"));
+  add(BakeRow(
       "bake_more_frame_updates_than_frames",
       "bake of 4 frames with 5 frame_updates",
       [](auto& r) {

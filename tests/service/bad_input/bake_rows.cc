@@ -188,6 +188,36 @@ std::vector<BadInput> BakeRows() {
       StatusCode::INVALID_ARGUMENT,
       "clips[1].name: '" + ServiceTest::WalkClipForTests().name() +
           "' is used by an earlier clip"));
+  rows.push_back(
+      {"bake_cancelled",
+       "a bake of 10,000 frames cancelled after its first message",
+       [](v1::PoseWire::Stub& stub) {
+         v1::BakeRequest request = BaseBake();
+         request.mutable_source()->set_loop(true);
+         request.set_frame_count(10000);
+         request.set_frames_per_message(1);
+         grpc::ClientContext context;
+         context.set_deadline(Deadline());
+         auto reader = stub.Bake(&context, request);
+         v1::BakeResponse message;
+         if (!reader->Read(&message)) return FromStatus(reader->Finish());
+         context.TryCancel();
+         while (reader->Read(&message)) {
+         }
+         Outcome outcome = FromStatus(reader->Finish());
+         if (message.frames_done() >= 10000) {
+           return Outcome{grpc::StatusCode::UNKNOWN,
+                          "the bake ran to its end after the cancel"};
+         }
+         if (Outcome good = CallBake(stub, BaseBake());
+             good.code != grpc::StatusCode::OK) {
+           return Outcome{
+               grpc::StatusCode::UNKNOWN,
+               absl::StrCat("a good bake after it failed: ", good.message)};
+         }
+         return outcome;
+       },
+       StatusCode::CANCELLED, ""});
   return rows;
 }
 

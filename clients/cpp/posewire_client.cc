@@ -135,13 +135,11 @@ absl::StatusOr<v1::SolveResponse> Client::Solve(
 
 absl::StatusOr<v1::LearnLimitsResponse> Client::LearnLimits(
     const v1::LearnLimitsRequest& request) {
-  grpc::ClientContext context;
-  PrepareContext(context);
-  v1::LearnLimitsResponse response;
-  absl::Status status =
-      CallError(stub_->LearnLimits(&context, request, &response));
-  if (!status.ok()) return status;
-  return response;
+  return Unary(request, &v1::PoseWire::Stub::LearnLimits);
+}
+
+absl::StatusOr<v1::QueryResult> Client::Query(const v1::QueryRequest& request) {
+  return Unary(request, &v1::PoseWire::Stub::Query);
 }
 
 absl::Status Client::BakeEach(

@@ -138,6 +138,10 @@ class Client {
   absl::StatusOr<v1::LearnLimitsResponse> LearnLimits(
       const v1::LearnLimitsRequest& request);
 
+  // A hit query without a session: each character's skeleton, hitboxes and
+  // recorded frames come with the request (see the Query RPC).
+  absl::StatusOr<v1::QueryResult> Query(const v1::QueryRequest& request);
+
   // Bakes a clip through a pipeline on the server (see the Bake RPC) and
   // returns every frame in order, with the final state and the skeleton's
   // hash, as one response. `on_message` (optional) sees each message as it
@@ -185,6 +189,21 @@ class Client {
  private:
   Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options,
          std::string target);
+
+  // One unary call of the stub's `method`, with the deadline and token.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Unary(
+      const Request& request,
+      grpc::Status (v1::PoseWire::Stub::*method)(grpc::ClientContext*,
+                                                 const Request&, Response*)) {
+    grpc::ClientContext context;
+    PrepareContext(context);
+    Response response;
+    absl::Status status =
+        CallError((stub_.get()->*method)(&context, request, &response));
+    if (!status.ok()) return status;
+    return response;
+  }
 
   std::shared_ptr<grpc::Channel> channel_;
   // What Connect was given; empty for a Client made on a channel.

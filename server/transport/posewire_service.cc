@@ -14,6 +14,7 @@
 #include "server/ops/op_table.h"
 #include "server/service/bake.h"
 #include "server/service/learn_limits.h"
+#include "server/service/query.h"
 #include "server/service/session.h"
 #include "server/service/session_snapshot.h"
 #include "server/service/solve.h"
@@ -551,23 +552,23 @@ grpc::ServerUnaryReactor* PoseWireService::Solve(
   return reactor;
 }
 
-grpc::ServerUnaryReactor* PoseWireService::LearnLimits(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes,
-    grpc::ByteBuffer* response_bytes) {
+template <typename Request, typename Response, typename Answer>
+grpc::ServerUnaryReactor* PoseWireService::ServeOnPool(
+    const char* rpc, grpc::CallbackServerContext* context,
+    const grpc::ByteBuffer* request_bytes, grpc::ByteBuffer* response_bytes,
+    Answer answer) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (grpc::Status auth = Authorize(context, "LearnLimits"); !auth.ok()) {
-    metrics_->CountCall("LearnLimits", absl::StatusCode::kUnauthenticated);
+  if (grpc::Status auth = Authorize(context, rpc); !auth.ok()) {
+    metrics_->CountCall(rpc, absl::StatusCode::kUnauthenticated);
     reactor->Finish(auth);
     return reactor;
   }
-  pool_->Submit([this, context, request_bytes, response_bytes, reactor] {
-    MessagePair<v1::LearnLimitsRequest, v1::LearnLimitsResponse> messages;
+  pool_->Submit([this, rpc, context, request_bytes, response_bytes, reactor,
+                 answer = std::move(answer)] {
+    MessagePair<Request, Response> messages;
     absl::Status status = CheckStop(context);
     if (status.ok()) status = ParseRequest(*request_bytes, messages.request());
-    if (status.ok()) {
-      status = server::LearnLimits(*messages.request(), config_, skeletons_,
-                                   messages.response());
-    }
+    if (status.ok()) status = answer(*messages.request(), messages.response());
     if (status.ok()) {
       if (grpc::Status s =
               SerializeToBytes(*messages.response(), response_bytes);
@@ -575,15 +576,26 @@ grpc::ServerUnaryReactor* PoseWireService::LearnLimits(
         status = absl::InternalError(s.error_message());
       }
     }
-    metrics_->CountCall("LearnLimits", status.code());
+    metrics_->CountCall(rpc, status.code());
     if (!status.ok()) {
-      spdlog::info("LearnLimits from {} failed: {}", context->peer(),
+      spdlog::info("{} from {} failed: {}", rpc, context->peer(),
                    status.ToString());
     }
     HandOffToGrpc(reactor);
     reactor->Finish(ToGrpcStatus(status));
   });
   return reactor;
+}
+
+grpc::ServerUnaryReactor* PoseWireService::LearnLimits(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes,
+    grpc::ByteBuffer* response_bytes) {
+  return ServeOnPool<v1::LearnLimitsRequest, v1::LearnLimitsResponse>(
+      "LearnLimits", context, request_bytes, response_bytes,
+      [this](const v1::LearnLimitsRequest& request,
+             v1::LearnLimitsResponse* response) {
+        return server::LearnLimits(request, config_, skeletons_, response);
+      });
 }
 
 // One reactor per Bake call. A worker solves a message's frames while gRPC
@@ -755,6 +767,16 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* PoseWireService::Bake(
                      "retry when one ends, or on another replica")));
   }
   return new BakeReactor(this, context, request);
+}
+
+grpc::ServerUnaryReactor* PoseWireService::Query(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes,
+    grpc::ByteBuffer* response_bytes) {
+  return ServeOnPool<v1::QueryRequest, v1::QueryResult>(
+      "Query", context, request_bytes, response_bytes,
+      [this](const v1::QueryRequest& request, v1::QueryResult* response) {
+        return server::AnswerQuery(request, config_, skeletons_, response);
+      });
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*

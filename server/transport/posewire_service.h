@@ -22,9 +22,9 @@
 
 namespace posewire::server {
 
-// Solve, Session, LearnLimits and Bake are "raw" methods: gRPC hands over the
-// request bytes and the service parses them itself, into a protobuf Arena.
-// gRPC's own parsing answers unparseable bytes with a bare UNIMPLEMENTED
+// Solve, Session, LearnLimits, Bake and Query are "raw" methods: gRPC hands
+// over the request bytes and the service parses them itself, into a protobuf
+// Arena. gRPC's own parsing answers unparseable bytes with a bare UNIMPLEMENTED
 // (unary) or ends a stream as if the client had closed it; ours answers
 // INVALID_ARGUMENT saying what was wrong, and a session goes on.
 using PoseWireCallbackBase = v1::PoseWire::WithCallbackMethod_GetInfo<
@@ -32,7 +32,8 @@ using PoseWireCallbackBase = v1::PoseWire::WithCallbackMethod_GetInfo<
         v1::PoseWire::WithRawCallbackMethod_Session<
             v1::PoseWire::WithRawCallbackMethod_LearnLimits<
                 v1::PoseWire::WithRawCallbackMethod_Bake<
-                    v1::PoseWire::Service>>>>>;
+                    v1::PoseWire::WithRawCallbackMethod_Query<
+                        v1::PoseWire::Service>>>>>>;
 
 class PoseWireService final : public PoseWireCallbackBase {
  public:
@@ -59,6 +60,12 @@ class PoseWireService final : public PoseWireCallbackBase {
                                         const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override;
 
+  // Serialised posewire.v1.QueryRequest in, QueryResult out, on the worker
+  // pool (a query over many characters converts their frames and hitboxes).
+  grpc::ServerUnaryReactor* Query(grpc::CallbackServerContext* context,
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response) override;
+
   // A serialised posewire.v1.BakeRequest in, BakeResponse messages out, one
   // at a time: a worker solves the next message's frames only once gRPC has
   // sent the last, so a slow reader holds no solver thread and the call
@@ -82,6 +89,17 @@ class PoseWireService final : public PoseWireCallbackBase {
  private:
   class SessionReactor;
   class BakeReactor;
+
+  // A unary raw method answered on the worker pool: the messages live in
+  // the task (so no thread but the worker touches them), parsed and
+  // serialised there; `answer(request, response)` fills the response.
+  // `rpc` names the method in metrics and logs.
+  template <typename Request, typename Response, typename Answer>
+  grpc::ServerUnaryReactor* ServeOnPool(const char* rpc,
+                                        grpc::CallbackServerContext* context,
+                                        const grpc::ByteBuffer* request_bytes,
+                                        grpc::ByteBuffer* response_bytes,
+                                        Answer answer);
 
   // OK, or UNAUTHENTICATED when tokens are configured and the call's
   // "authorization: Bearer <token>" metadata is missing or wrong. `rpc`

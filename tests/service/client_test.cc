@@ -228,6 +228,43 @@ TEST_F(ClientTest, Session_RegistersHitboxesAndQueriesTheRecordedPose) {
   EXPECT_TRUE((*session)->Close().ok());
 }
 
+// The same query without a session: the character's rest pose sent as its
+// one recorded frame, the hitboxes with it.
+TEST_F(ClientTest, Query_AnswersWithoutASessionFromTheFramesSent) {
+  auto client = Connect();
+  const Eigen::Vector3f center =
+      Model(RestPose(Walk().skeleton))[0].translation;
+  v1::QueryRequest request;
+  v1::QueryCharacter* hero = request.add_characters();
+  hero->set_id("hero");
+  *hero->mutable_skeleton()->mutable_skeleton() = WalkSkeleton();
+  v1::Hitbox* hips = hero->add_hitboxes();
+  hips->set_joint("Hips");
+  hips->set_radius(2.0f);
+  v1::HistoryFrame* frame = hero->add_frames();
+  frame->set_time(1.0);
+  PoseToProto(std::vector<Transform>{Transform::Identity()},
+              frame->mutable_root());
+  PoseToProto(Model(RestPose(Walk().skeleton)), frame->mutable_model());
+  v1::HitQuery* query = request.mutable_query();
+  query->set_time(1.0);
+  query->add_targets()->set_character_id("hero");
+  v1::Ray* ray = query->add_rays();
+  *ray->mutable_origin() = ToVec3(center + Eigen::Vector3f(0, 0, 10));
+  *ray->mutable_direction() = ToVec3(Eigen::Vector3f(0, 0, -1));
+  auto result = client->Query(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->rays(0).hit());
+  EXPECT_EQ(result->rays(0).character_id(), "hero");
+  EXPECT_EQ(result->rays(0).joint(), "Hips");
+  EXPECT_NEAR(result->rays(0).distance(), 8.0f, 1e-5f);
+  query->set_time(5.0);
+  auto outside = client->Query(request);
+  EXPECT_EQ(outside.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(outside.status().message(),
+              HasSubstr("query.time: 5 is outside the frames sent"));
+}
+
 TEST_F(ClientTest, Session_ResumesOnAnotherServerFromItsLatestSnapshot) {
   auto replica = PosewireServer::Start(config_);
   ASSERT_TRUE(replica.ok()) << replica.status();

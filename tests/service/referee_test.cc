@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <random>
@@ -488,6 +489,106 @@ TEST_F(RefereeTest, SphereOverlapFindsTheHitboxesAroundAJoint) {
   }
   EXPECT_TRUE(head_found);
   EXPECT_EQ(result.spheres(1).hitboxes_size(), 0);
+}
+
+// The unary Query given the frames the session keeps (its last
+// kHistoryFrames, as HistoryFrames: time, root, the model pose each frame
+// returned) answers the session's query byte for byte: rewound poses, rays
+// and spheres. A time outside the frames sent, a hitbox set named, an
+// unknown character and no frames are refused naming the field.
+TEST_F(RefereeTest, UnaryQueryOverTheSessionsFramesAnswersTheSameBytes) {
+  ASSERT_NO_FATAL_FAILURE(StartSession());
+  const double time = FrameTime(9) + 0.37 * kDt;
+  v1::SessionRequest session_query = Query(time);
+  v1::HitQuery& query = *session_query.mutable_query();
+  // Aimed around where the hero's head is at the query's time.
+  const Transform head =
+      Combine(roots_[0][9], models_[0][9][Walk().skeleton.FindJoint("Head")]);
+  for (int i = 0; i < 16; ++i) {
+    v1::Ray* ray = query.add_rays();
+    *ray->mutable_origin() =
+        ToVec3(head.translation + Eigen::Vector3f(8.0f, 0.3f * i - 2.0f, 1.0f));
+    *ray->mutable_direction() = ToVec3(Eigen::Vector3f(-1.0f, 0.0f, -0.1f));
+  }
+  v1::SphereQuery* sphere = query.add_spheres();
+  *sphere->mutable_center() = ToVec3(head.translation);
+  sphere->set_radius(2.0f);
+  const v1::QueryResult from_session = Ask(session_query);
+  ASSERT_EQ(from_session.status().code(), 0) << from_session.status().message();
+
+  v1::QueryRequest unary;
+  *unary.mutable_query() = query;
+  for (v1::HitTarget& target : *unary.mutable_query()->mutable_targets()) {
+    target.clear_hitbox_set();
+  }
+  for (int c = 0; c < 2; ++c) {
+    v1::QueryCharacter* character = unary.add_characters();
+    character->set_id(kCharacters[c]);
+    *character->mutable_skeleton()->mutable_skeleton() = WalkSkeleton();
+    *character->mutable_hitboxes() = BodyHitboxes().hitboxes();
+    for (int k = kFrames - kHistoryFrames; k < kFrames; ++k) {
+      v1::HistoryFrame* frame = character->add_frames();
+      frame->set_time(FrameTime(k));
+      PoseToProto(std::vector<Transform>{roots_[c][k]}, frame->mutable_root());
+      PoseToProto(models_[c][k], frame->mutable_model());
+    }
+  }
+  auto ask = [this](const v1::QueryRequest& request, v1::QueryResult* out) {
+    grpc::ClientContext context;
+    return stub_->Query(&context, request, out);
+  };
+  v1::QueryResult from_unary;
+  const grpc::Status status = ask(unary, &from_unary);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_GT(from_unary.rays_size(), 0);
+  EXPECT_EQ(from_unary.SerializeAsString(), from_session.SerializeAsString());
+  int hits = 0;
+  for (const v1::RayHit& hit : from_unary.rays()) hits += hit.hit() ? 1 : 0;
+  EXPECT_GT(hits, 0);
+
+  struct Case {
+    const char* name;
+    std::function<void(v1::QueryRequest&)> edit;
+    grpc::StatusCode code;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"time before the frames sent",
+       [](v1::QueryRequest& r) { r.mutable_query()->set_time(FrameTime(1)); },
+       grpc::StatusCode::OUT_OF_RANGE,
+       "query.time: 10.0167 is outside the frames sent for "
+       "query.targets[0] (character 'hero'): [10.0667, 10.1833]"},
+      {"a hitbox set named",
+       [](v1::QueryRequest& r) {
+         r.mutable_query()->mutable_targets(1)->set_hitbox_set("body");
+       },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "query.targets[1].hitbox_set: 'body' given; in a unary Query each "
+       "character carries its hitboxes"},
+      {"an unknown character",
+       [](v1::QueryRequest& r) {
+         r.mutable_query()->mutable_targets(0)->set_character_id("ghost");
+       },
+       grpc::StatusCode::NOT_FOUND,
+       "query.targets[0].character_id: no character 'ghost' in the "
+       "request's characters"},
+      {"no frames",
+       [](v1::QueryRequest& r) { r.mutable_characters(1)->clear_frames(); },
+       grpc::StatusCode::INVALID_ARGUMENT, "characters[1].frames: none"},
+      {"frames going back in time",
+       [](v1::QueryRequest& r) {
+         r.mutable_characters(0)->mutable_frames(3)->set_time(0.0);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "characters[0].frames"},
+  };
+  for (const Case& c : cases) {
+    v1::QueryRequest bad = unary;
+    c.edit(bad);
+    v1::QueryResult ignored;
+    const grpc::Status refused = ask(bad, &ignored);
+    EXPECT_EQ(refused.error_code(), c.code) << c.name;
+    EXPECT_THAT(refused.error_message(), HasSubstr(c.message)) << c.name;
+  }
 }
 
 // Each bad message is refused naming its field; afterwards the same good

@@ -103,6 +103,17 @@ class Client(SolvesPoses):
         except grpc.RpcError as error:
             raise PosewireError.from_rpc_error(error, "Solve") from None
 
+    def query(self, request):
+        """Query: a hit query without a session (a posewire.v1.QueryRequest:
+        the HitQuery, and each character's skeleton, hitboxes and recorded
+        frames). Returns the posewire.v1.QueryResult, the same bytes a
+        Session holding those frames answers."""
+        try:
+            return self._stub.Query(request, timeout=self._timeout,
+                                    metadata=self._metadata)
+        except grpc.RpcError as error:
+            raise PosewireError.from_rpc_error(error, "Query") from None
+
     def learn_limits(self, skeleton, clips, **options):
         """LearnLimits: joint limits learnt from `clips` (posewire.v1.Clip
         messages) of `skeleton` (a posewire.v1.Skeleton, a content hash, or

@@ -69,6 +69,38 @@ v1::PlausibilityState* PlausibilityWithState(v1::SolveRequest& r, int frames) {
   return state;
 }
 
+// A unary Query of "hero" at time 1.5 between its two frames (the rest
+// pose at times 1 and 2), one ray down -Z, with `edit` applied.
+BadInput UnaryQueryRow(std::string name, std::string input,
+                       std::function<void(v1::QueryRequest&)> edit,
+                       grpc::StatusCode code, std::string message) {
+  return {
+      std::move(name), std::move(input),
+      [edit = std::move(edit)](v1::PoseWire::Stub& stub) {
+        v1::QueryRequest request;
+        v1::QueryCharacter* hero = request.add_characters();
+        hero->set_id("hero");
+        *hero->mutable_skeleton()->mutable_skeleton() =
+            ServiceTest::WalkSkeletonForTests();
+        *hero->mutable_hitboxes() = Hitboxes().register_hitboxes().hitboxes();
+        for (double time : {1.0, 2.0}) {
+          v1::HistoryFrame* frame = hero->add_frames();
+          frame->set_time(time);
+          PoseToProto(std::vector<Transform>{Transform::Identity()},
+                      frame->mutable_root());
+          PoseToProto(Model(RestPose(Walk().skeleton)), frame->mutable_model());
+        }
+        *request.mutable_query() = Query(1.5).query();
+        request.mutable_query()->mutable_targets(0)->clear_hitbox_set();
+        edit(request);
+        grpc::ClientContext context;
+        context.set_deadline(Deadline());
+        v1::QueryResult result;
+        return FromStatus(stub.Query(&context, request, &result));
+      },
+      code, std::move(message)};
+}
+
 }  // namespace
 
 std::vector<BadInput> RefereeRows() {
@@ -278,6 +310,35 @@ std::vector<BadInput> RefereeRows() {
       },
       StatusCode::INVALID_ARGUMENT,
       "query.spheres[0].radius: -1 must be finite and >= 0"));
+
+  // ---- the unary Query (characters and frames in the request)
+  add(UnaryQueryRow(
+      "unary_query_time_outside_frames",
+      "a unary query at 0.5 of frames at 1 and 2",
+      [](auto& r) { r.mutable_query()->set_time(0.5); },
+      StatusCode::OUT_OF_RANGE,
+      "query.time: 0.5 is outside the frames sent for "
+      "query.targets[0] (character 'hero'): [1, 2]"));
+  add(UnaryQueryRow(
+      "unary_query_hitbox_missing_joint", "a unary query's hitbox on 'Tail'",
+      [](auto& r) {
+        r.mutable_characters(0)->mutable_hitboxes(0)->set_joint("Tail");
+      },
+      StatusCode::INVALID_ARGUMENT, "characters[0].hitboxes[0]"));
+  add(UnaryQueryRow(
+      "unary_query_frames_backwards", "a unary query's frames at 1 then 0",
+      [](auto& r) {
+        r.mutable_characters(0)->mutable_frames(1)->set_time(0.0);
+      },
+      StatusCode::INVALID_ARGUMENT, "characters[0].frames"));
+  add(UnaryQueryRow(
+      "unary_query_unknown_character", "a unary query of 'ghost'",
+      [](auto& r) {
+        r.mutable_query()->mutable_targets(0)->set_character_id("ghost");
+      },
+      StatusCode::NOT_FOUND,
+      "query.targets[0].character_id: no character 'ghost' in the request's "
+      "characters"));
   return rows;
 }
 

@@ -52,6 +52,13 @@ absl::Status CheckNonNegative(float v, absl::string_view field) {
 
 float Smoothstep(float t) { return t * t * (3.0f - 2.0f * t); }
 
+// From a to b by w; b itself at w = 1 (a held foot stays put to the bit).
+Eigen::Vector3f Toward(const Eigen::Vector3f& a, const Eigen::Vector3f& b,
+                       float w) {
+  if (w == 1.0f) return b;
+  return a + (b - a) * w;
+}
+
 }  // namespace
 
 absl::Status RetargetFeetOptions::Validate() const {
@@ -225,6 +232,10 @@ absl::Status RetargetFeetJob::Run() const {
   }
   RetargetFeetResult res;
   std::array<float, kRetargetFeet> reach = {};
+  // Per foot: the free goal, and how much of the lock is in the goal (1
+  // held, 0 free, between while a release eases out).
+  std::array<Eigen::Vector3f, kRetargetFeet> free_goal;
+  std::array<float, kRetargetFeet> held = {};
   for (int f = 0; f < kRetargetFeet; ++f) {
     const RetargetFeet::Leg& leg = feet->legs()[f];
     RetargetFootState& foot = next.feet[f];
@@ -252,13 +263,14 @@ absl::Status RetargetFeetJob::Run() const {
       foot.release = options.release_time > 0.0f ? 1.0f : 0.0f;
     }
     foot.contact = contact;
-    res.goal[f] = free;
+    free_goal[f] = free;
     if (foot.locked) {
-      res.goal[f] = foot.lock;
+      held[f] = 1.0f;
     } else if (foot.release > 0.0f) {
-      res.goal[f] = free + (foot.lock - free) * Smoothstep(foot.release);
+      held[f] = Smoothstep(foot.release);
       foot.release = std::max(0.0f, foot.release - dt / options.release_time);
     }
+    res.goal[f] = Toward(free, foot.lock, held[f]);
     res.contact[f] = foot.contact;
     res.locked[f] = foot.locked;
     reach[f] = (calf.translation - tgt_model[leg.thigh].translation).norm() +
@@ -271,8 +283,7 @@ absl::Status RetargetFeetJob::Run() const {
   // target's straight legs allow where the rigs' hips differ.
   float drop = 0.0f;
   for (int f = 0; f < kRetargetFeet; ++f) {
-    const RetargetFootState& foot = next.feet[f];
-    if (!foot.locked && !(foot.release > 0.0f)) continue;
+    if (!(held[f] > 0.0f)) continue;
     const Eigen::Vector3f hip = tgt_model[feet->legs()[f].thigh].translation;
     const Eigen::Vector3f d = res.goal[f] - hip;
     const float across = d.x() * d.x() + d.z() * d.z();
@@ -300,11 +311,13 @@ absl::Status RetargetFeetJob::Run() const {
     // striding pelvis) is dragged, the least distance, onto the sphere the
     // leg reaches rather than stretching the leg.
     const Eigen::Vector3f hip = model[leg.thigh].translation;
-    Eigen::Vector3f goal = res.goal[f];
+    // A free foot goes down with the pelvis: its leg keeps the transfer's
+    // pose.
+    const Eigen::Vector3f free = free_goal[f] - Eigen::Vector3f::UnitY() * drop;
+    Eigen::Vector3f goal = Toward(free, foot.lock, held[f]);
     const float d = (goal - hip).norm();
     // (A goal the drop put on the sphere is left alone, rounding aside.)
-    if ((foot.locked || foot.release > 0.0f) &&
-        d > reach[f] * (1.0f + kReachRounding)) {
+    if (held[f] > 0.0f && d > reach[f] * (1.0f + kReachRounding)) {
       res.unreachable[f] = true;
       goal = hip + (goal - hip) * (reach[f] / d);
       if (foot.locked) foot.lock = goal;

@@ -1,7 +1,8 @@
 // Retargeting's leg IK pass: after RetargetJob has transferred a frame, the
-// target's feet are put where the scaled source puts them, and held still
-// while the source's feet are planted, so that a target whose proportions
-// differ from the source's does not slide its feet. After the IK goals and
+// target's feet are held still while the source's feet are planted, so
+// that a target whose proportions differ from the source's does not slide
+// its feet; optionally (scaled_source_weight) they are also put where the
+// scaled source puts them. After the IK goals and
 // foot locking of Unreal's IK Retargeter (docs/REFERENCES.md): contacts are
 // detected on the source, as Kovar, Schreiner and Gleicher's footskate
 // cleanup detects its constraints (a foot low and slow), and each leg is
@@ -29,10 +30,15 @@
 //   goal there is locked; while the contact lasts the goal is the lock.
 //   When it ends, the goal eases from the lock back to the free goal over
 //   release_time seconds (a smoothstep; release_time 0 snaps), so the foot
-//   never jumps. A lock farther from the hip than the leg's length is not
-//   stretched to: it is dragged onto the sphere the leg reaches (the
-//   result reports it), so the foot slides only as far as the target's
-//   pelvis outruns it.
+//   never jumps.
+// - Pelvis. Lowered, never raised, as far as the held feet (locked or
+//   easing out) need to be within their legs' reach (FinalIK's grounder
+//   lowers it so, docs/REFERENCES.md): a pelvis placed by the leg-length
+//   ratio can stand higher than the target's straight legs allow where the
+//   rigs' hips differ. A free foot's goal goes down with it, so a free leg
+//   keeps the transfer's pose. What the drop cannot bring within reach (a
+//   foot left behind a striding pelvis) is dragged onto the sphere the leg
+//   reaches (the result reports it) rather than stretching the leg.
 // - IK. TwoBoneIkJob turns thigh and calf (hinge from the pose, no pole:
 //   the knee keeps its own bend plane) so the foot point is at the goal;
 //   bone lengths are untouched. A foot joint keeps the model rotation the

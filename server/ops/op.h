@@ -38,6 +38,7 @@
 #include "solver_core/model/transform.h"
 #include "solver_core/pose_ops/crossfade.h"
 #include "solver_core/referee/plausibility.h"
+#include "solver_core/retarget/retarget_feet.h"
 
 namespace posewire::server {
 
@@ -58,6 +59,7 @@ struct CharacterState {
   absl::node_hash_map<std::string, StateSlot<GroundState>> grounds;
   absl::node_hash_map<std::string, StateSlot<LookAtState>> looks;
   absl::node_hash_map<std::string, StateSlot<PlausibilityHistory>> plausibility;
+  absl::node_hash_map<std::string, StateSlot<RetargetFeetState>> retarget_feet;
 
   void Clear() {
     crossfades.clear();
@@ -65,6 +67,7 @@ struct CharacterState {
     grounds.clear();
     looks.clear();
     plausibility.clear();
+    retarget_feet.clear();
   }
 };
 

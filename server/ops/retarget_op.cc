@@ -1,10 +1,12 @@
 // retarget: the current pose becomes a source skeleton's pose transferred by
 // chains (solver_core/retarget/retarget.h). The map is compiled with the
 // op; a frame samples the source clip (or takes the source pose) and runs
-// the job.
+// the job, then the feet pass (retarget_feet.h) when the op asks for it,
+// its state kept under the op's state_key.
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include "server/wire/wire_convert.h"
 #include "solver_core/pose_ops/sampling_job.h"
 #include "solver_core/retarget/retarget.h"
+#include "solver_core/retarget/retarget_feet.h"
 
 namespace posewire::server {
 namespace {
@@ -26,6 +29,15 @@ absl::Status Joined(absl::string_view field, const absl::Status& status) {
                       absl::StrCat(field, ".", status.message()));
 }
 
+// Where the feet pass's state lives when the op names no state_key.
+constexpr absl::string_view kDefaultFeetKey = "retarget_feet";
+
+struct FeetPass {
+  RetargetFeet feet;
+  RetargetFeetOptions options;
+  std::string key;
+};
+
 struct SourceClip {
   Clip clip;
   float time = 0.0f;
@@ -36,11 +48,13 @@ struct SourceClip {
 class Retarget final : public PreparedOp {
  public:
   Retarget(std::shared_ptr<const Skeleton> source, RetargetMap map,
-           std::optional<SourceClip> clip, LocalPose pose)
+           std::optional<SourceClip> clip, LocalPose pose,
+           std::optional<FeetPass> feet)
       : source_(std::move(source)),
         map_(std::move(map)),
         clip_(std::move(clip)),
-        pose_(std::move(pose)) {}
+        pose_(std::move(pose)),
+        feet_(std::move(feet)) {}
 
   absl::Status Run(OpFrame& frame) const override {
     // One buffer per thread: its capacity survives, so a steady stream of
@@ -76,7 +90,27 @@ class Retarget final : public PreparedOp {
                    static_cast<size_t>(frame.skeleton.num_joints()));
     job.scratch = absl::MakeSpan(scratch);
     // Joined only for an error.
-    return Joined(frame.field.str(), job.Run());
+    if (absl::Status s = job.Run(); !s.ok() || !feet_.has_value()) {
+      return Joined(frame.field.str(), s);
+    }
+    RetargetFeetJob pass;
+    pass.map = &map_;
+    pass.feet = &feet_->feet;
+    pass.source_skeleton = source_.get();
+    pass.target_skeleton = &frame.skeleton;
+    pass.source = source;
+    pass.input = frame.pose;
+    pass.output = absl::MakeSpan(frame.pose);
+    pass.options = feet_->options;
+    pass.dt = frame.dt;
+    return Joined(
+        frame.field.str(),
+        StepState(frame.state.retarget_feet, feet_->key, frame.undo,
+                  [&](const RetargetFeetState& state, RetargetFeetState& next) {
+                    pass.state = &state;
+                    pass.next_state = &next;
+                    return pass.Run();
+                  }));
   }
 
  private:
@@ -84,6 +118,7 @@ class Retarget final : public PreparedOp {
   RetargetMap map_;
   std::optional<SourceClip> clip_;
   LocalPose pose_;
+  std::optional<FeetPass> feet_;
 };
 
 absl::StatusOr<std::shared_ptr<const Skeleton>> SourceSkeleton(
@@ -169,6 +204,19 @@ RetargetMapping MappingFromProto(const v1::RetargetMapping& m) {
   return out;
 }
 
+RetargetFeetOptions FeetOptionsFromProto(const v1::RetargetFeet& f) {
+  RetargetFeetOptions o;
+  if (f.has_contact_height()) o.contact_height = f.contact_height();
+  if (f.has_contact_speed()) o.contact_speed = f.contact_speed();
+  if (f.has_hysteresis()) o.hysteresis = f.hysteresis();
+  if (f.has_release_time()) o.release_time = f.release_time();
+  if (f.has_scaled_source_weight()) {
+    o.scaled_source_weight = f.scaled_source_weight();
+  }
+  if (f.has_source_floor()) o.source_floor = f.source_floor();
+  return o;
+}
+
 CompiledOp Compile(const OpCompileInput& input) {
   const v1::RetargetOp& op = input.op.retarget();
   auto source = SourceSkeleton(input, op);
@@ -228,8 +276,26 @@ CompiledOp Compile(const OpCompileInput& input) {
   auto map = RetargetMap::Create(src, input.skeleton,
                                  MappingFromProto(op.mapping()), options);
   if (!map.ok()) return Joined(input.field, map.status());
+  std::optional<FeetPass> feet;
+  if (op.has_feet()) {
+    // Checked even when the pass is off, so a bad value never waits for
+    // the flag to surface.
+    const RetargetFeetOptions options = FeetOptionsFromProto(op.feet());
+    if (absl::Status s = options.Validate(); !s.ok()) {
+      return Joined(input.field, s);
+    }
+    if (op.feet().lock_contacts()) {
+      auto legs = RetargetFeet::Create(*map, src, input.skeleton);
+      if (!legs.ok()) return Joined(input.field, legs.status());
+      feet = FeetPass{
+          *std::move(legs), options,
+          std::string(op.feet().state_key().empty() ? kDefaultFeetKey
+                                                    : op.feet().state_key())};
+    }
+  }
   return std::make_unique<Retarget>(*std::move(source), *std::move(map),
-                                    std::move(clip), std::move(pose));
+                                    std::move(clip), std::move(pose),
+                                    std::move(feet));
 }
 
 }  // namespace

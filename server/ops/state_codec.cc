@@ -10,6 +10,7 @@
 #include "server/wire/wire_convert.h"
 #include "solver_core/analytic_ik/ground.h"
 #include "solver_core/analytic_ik/look_at.h"
+#include "solver_core/retarget/retarget_feet.h"
 
 namespace posewire::server {
 
@@ -120,6 +121,40 @@ absl::Status StateFromProto(
         state.plausibility[key].state = std::move(history);
         break;
       }
+      case v1::OperationState::kRetargetFeet: {
+        const v1::RetargetFeetState& wire = value.retarget_feet();
+        if (wire.feet_size() != 0 && wire.feet_size() != kRetargetFeet) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, ".retarget_feet.feet: ", wire.feet_size(),
+                           " feet; the pass keeps ", kRetargetFeet,
+                           " (left, right) or none"));
+        }
+        // Finiteness and ranges are checked by RetargetFeetJob::Validate
+        // when the op runs.
+        RetargetFeetState feet;
+        feet.started = wire.feet_size() == kRetargetFeet;
+        feet.source_floor = wire.source_floor();
+        for (int i = 0; i < wire.feet_size(); ++i) {
+          const v1::RetargetFootState& f = wire.feet(i);
+          const std::string at =
+              absl::StrCat(where, ".retarget_feet.feet[", i, "]");
+          auto previous = OptionalVec3(
+              f.has_previous_source(), f.previous_source(),
+              Eigen::Vector3f::Zero(), absl::StrCat(at, ".previous_source"));
+          if (!previous.ok()) return previous.status();
+          auto lock =
+              OptionalVec3(f.has_lock(), f.lock(), Eigen::Vector3f::Zero(),
+                           absl::StrCat(at, ".lock"));
+          if (!lock.ok()) return lock.status();
+          feet.feet[i].previous_source = *previous;
+          feet.feet[i].contact = f.contact();
+          feet.feet[i].locked = f.locked();
+          feet.feet[i].lock = *lock;
+          feet.feet[i].release = f.release();
+        }
+        state.retarget_feet[key].state = feet;
+        break;
+      }
       case v1::OperationState::STATE_NOT_SET:
         return absl::InvalidArgumentError(
             absl::StrCat(where, ": empty state entry"));
@@ -155,6 +190,19 @@ void StateToProto(
       PoseToProto(slot.state.poses[i], f->mutable_pose());
       TransformToProto(slot.state.placements[i], f->mutable_root());
       f->set_dt(slot.state.dts[i]);
+    }
+  }
+  for (const auto& [key, slot] : state.retarget_feet) {
+    v1::RetargetFeetState* wire = (*proto)[key].mutable_retarget_feet();
+    if (!slot.state.started) continue;
+    wire->set_source_floor(slot.state.source_floor);
+    for (const RetargetFootState& foot : slot.state.feet) {
+      v1::RetargetFootState* f = wire->add_feet();
+      Vec3ToProto(foot.previous_source, f->mutable_previous_source());
+      f->set_contact(foot.contact);
+      f->set_locked(foot.locked);
+      Vec3ToProto(foot.lock, f->mutable_lock());
+      f->set_release(foot.release);
     }
   }
   for (const auto& [key, slot] : state.crossfades) {

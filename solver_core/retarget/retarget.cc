@@ -506,8 +506,14 @@ absl::StatusOr<RetargetMap> RetargetMap::Create(
       map.bone_of_[bone.target] = static_cast<int>(map.bones_.size());
       map.bones_.push_back(bone);
     }
-    map.chains_.push_back(
-        {chain.name, chain.source.joints, chain.target.joints});
+    RetargetChain compiled{chain.name, chain.source.joints, chain.target.joints,
+                           chain.source.end_joint, std::nullopt};
+    if (chain.target.end.has_value()) {
+      compiled.target_end =
+          tgt_rest[chain.target.joints.back()].InverseTransformPoint(
+              *chain.target.end);
+    }
+    map.chains_.push_back(std::move(compiled));
   }
 
   for (size_t i = 0; i < mapping.follow.size(); ++i) {

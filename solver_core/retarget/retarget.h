@@ -67,6 +67,7 @@
 #define POSEWIRE_SOLVER_CORE_RETARGET_RETARGET_H_
 
 #include <Eigen/Geometry>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,13 @@ struct RetargetChain {
   std::string name;
   std::vector<int> source;
   std::vector<int> target;
+  // The source joint the last source segment ends at, when it is a joint
+  // outside the chain (a leg of thigh and calf ends at the ankle), or -1.
+  int source_end = -1;
+  // The point the last target segment ends at when it is not a chain joint
+  // (a glTF calf's tip, or the target's own foot below the calf), in the
+  // last target joint's space, rest pose; unset when there is none.
+  std::optional<Eigen::Vector3f> target_end;
 };
 
 // A compiled mapping; immutable, shared by every frame of the pair.

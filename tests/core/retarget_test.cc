@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -20,6 +21,7 @@
 #include "solver_core/io/gltf_reader.h"
 #include "solver_core/model/pose.h"
 #include "solver_core/pose_ops/sampling_job.h"
+#include "solver_core/retarget/retarget_feet.h"
 #include "tests/core/rig_assets.h"
 
 namespace posewire {
@@ -171,6 +173,18 @@ const std::vector<Segment>& CmuLimbs() {
   return *s;
 }
 
+// The same segments in the naming of CMU subjects 1 and 49 (run_leap,
+// jumps).
+const std::vector<Segment>& CmuLimbsUpLeg() {
+  static const auto* s = new std::vector<Segment>{
+      {"LeftShoulder", "LeftArm"},  {"LeftArm", "LeftForeArm"},
+      {"LeftForeArm", "LeftHand"},  {"RightShoulder", "RightArm"},
+      {"RightArm", "RightForeArm"}, {"RightForeArm", "RightHand"},
+      {"LeftUpLeg", "LeftLeg"},     {"LeftLeg", "LeftFoot"},
+      {"RightUpLeg", "RightLeg"},   {"RightLeg", "RightFoot"}};
+  return *s;
+}
+
 const std::vector<Segment>& RobotLimbs() {
   static const auto* s = new std::vector<Segment>{
       {"Shoulder.L", "UpperArm.L"}, {"UpperArm.L", "LowerArm.L"},
@@ -192,6 +206,8 @@ const std::vector<Segment>& DazLimbs() {
 
 struct Rigs {
   ImportedAsset walk = Load("cmu_131_01_walk.bvh");
+  ImportedAsset run_leap = Load("cmu_49_04_run_leap.bvh");
+  ImportedAsset jumps = Load("cmu_01_01_jumps.bvh");
   ImportedAsset robot = Load("RobotExpressive.glb");
   ImportedAsset daz = Load("cmu_02_03_run_daz.bvh");
 };
@@ -546,6 +562,364 @@ TEST(RetargetTest, Retarget_BadPosesAreRefused) {
   EXPECT_THAT(s.message(), HasSubstr("source"));
   job.source_skeleton = &r.daz.skeleton;
   EXPECT_THAT(job.Validate().message(), HasSubstr("compiled for"));
+}
+
+// The feet pass, frame by frame with its state threaded. A foot point is
+// named by a joint, or by a joint whose end site (glTF tip) it is.
+struct FootPoint {
+  std::string joint;
+  bool tip = false;
+};
+
+Eigen::Vector3f FootAt(const ImportedAsset& asset,
+                       absl::Span<const Transform> model, const FootPoint& p) {
+  const int j = asset.skeleton.FindJoint(p.joint);
+  EXPECT_GE(j, 0) << p.joint;
+  if (!p.tip) return model[j].translation;
+  for (const EndSite& e : asset.end_sites) {
+    if (e.joint == j) return model[j].TransformPoint(e.offset);
+  }
+  ADD_FAILURE() << p.joint << " has no end site";
+  return model[j].translation;
+}
+
+float TargetLegLength(const ImportedAsset& to, const char* thigh,
+                      const char* calf, const FootPoint& foot) {
+  const std::vector<Transform> m = Model(to.skeleton, to.skeleton.rest_pose());
+  const Eigen::Vector3f a = m[to.skeleton.FindJoint(thigh)].translation;
+  const Eigen::Vector3f b = m[to.skeleton.FindJoint(calf)].translation;
+  return (b - a).norm() + (FootAt(to, m, foot) - b).norm();
+}
+
+struct FeetRun {
+  int frames = 0;
+  std::array<int, 2> contact_frames = {};
+  std::array<int, 2> contacts = {};
+  // Max displacement of a target foot point from where its contact began,
+  // over every detected contact, with the pass and with the transfer only.
+  float slide_with = 0.0f;
+  float slide_without = 0.0f;
+  // The source's own: in source leg lengths.
+  float slide_source = 0.0f;
+  bool finite = true;
+  bool bone_lengths_exact = true;
+  int unreachable = 0;
+  float max_drop = 0.0f;
+  std::vector<bool> dropped;
+  std::vector<LocalPose> source;
+  std::vector<LocalPose> solved;
+  // Per foot: frames within a release time of that foot's contacts.
+  std::array<std::vector<bool>, 2> near_contact;
+};
+
+// Every frame of the clip at 60 Hz.
+FeetRun RunFeet(const ImportedAsset& from, const ImportedAsset& to,
+                const std::array<FootPoint, 2>& feet_points,
+                const RetargetFeetOptions& options = {}) {
+  FeetRun run;
+  const RetargetMap map = MapOf(from, to);
+  absl::StatusOr<RetargetFeet> feet =
+      RetargetFeet::Create(map, from.skeleton, to.skeleton);
+  EXPECT_TRUE(feet.ok()) << feet.status();
+  if (!feet.ok()) return run;
+  const float duration = from.clips.at(0).duration;
+  const int count = static_cast<int>(std::lround(duration * 60.0f)) + 1;
+  const float dt = duration / static_cast<float>(count - 1);
+  run.source = Frames(from, count);
+  run.frames = count;
+  const LocalPose rest = RestPose(to.skeleton);
+  RetargetFeetState state;
+  std::array<Eigen::Vector3f, 2> start_with;
+  std::array<Eigen::Vector3f, 2> start_without;
+  std::array<Eigen::Vector3f, 2> start_source;
+  std::array<bool, 2> was = {false, false};
+  std::vector<std::array<bool, 2>> contact(count);
+  for (int f = 0; f < count; ++f) {
+    LocalPose fk = RestPose(to.skeleton);
+    EXPECT_TRUE(JobFor(map, from, to, run.source[f], fk).Run().ok());
+    LocalPose out = fk;
+    RetargetFeetJob job;
+    job.map = &map;
+    job.feet = &*feet;
+    job.source_skeleton = &from.skeleton;
+    job.target_skeleton = &to.skeleton;
+    job.source = run.source[f];
+    job.input = out;
+    job.output = absl::MakeSpan(out);
+    job.options = options;
+    job.dt = dt;
+    job.state = &state;
+    job.next_state = &state;
+    RetargetFeetResult result;
+    job.result = &result;
+    const absl::Status s = job.Run();
+    EXPECT_TRUE(s.ok()) << s;
+    const std::vector<Transform> mw = Model(to.skeleton, out);
+    const std::vector<Transform> mo = Model(to.skeleton, fk);
+    const std::vector<Transform> ms = Model(from.skeleton, run.source[f]);
+    for (int j = 0; j < to.skeleton.num_joints(); ++j) {
+      if (!mw[j].translation.allFinite() ||
+          !mw[j].rotation.coeffs().allFinite()) {
+        run.finite = false;
+      }
+      if (j != map.target_pelvis() &&
+          std::memcmp(out[j].translation.data(), rest[j].translation.data(),
+                      sizeof(float) * 3) != 0) {
+        run.bone_lengths_exact = false;
+      }
+    }
+    run.max_drop = std::max(run.max_drop, result.pelvis_drop);
+    run.dropped.push_back(result.pelvis_drop > 0.0f);
+    for (int i = 0; i < 2; ++i) {
+      run.unreachable += result.unreachable[i] ? 1 : 0;
+      contact[f][i] = result.contact[i];
+      const Eigen::Vector3f w = FootAt(to, mw, feet_points[i]);
+      const Eigen::Vector3f o = FootAt(to, mo, feet_points[i]);
+      const Eigen::Vector3f sf = ms[feet->legs()[i].source_foot].translation;
+      if (result.contact[i]) {
+        ++run.contact_frames[i];
+        if (!was[i]) {
+          ++run.contacts[i];
+          start_with[i] = w;
+          start_without[i] = o;
+          start_source[i] = sf;
+        }
+        run.slide_source =
+            std::max(run.slide_source,
+                     (sf - start_source[i]).norm() / feet->source_leg_length());
+        run.slide_with = std::max(run.slide_with, (w - start_with[i]).norm());
+        run.slide_without =
+            std::max(run.slide_without, (o - start_without[i]).norm());
+      }
+      was[i] = result.contact[i];
+    }
+    run.solved.push_back(std::move(out));
+  }
+  // Frames within a release time of a foot's contact are "near" it.
+  const int margin = static_cast<int>(std::ceil(options.release_time / dt)) + 1;
+  for (int i = 0; i < 2; ++i) {
+    run.near_contact[i].assign(count, false);
+    for (int f = 0; f < count; ++f) {
+      if (!contact[f][i]) continue;
+      for (int g = std::max(0, f - margin);
+           g <= std::min(count - 1, f + margin); ++g) {
+        run.near_contact[i][g] = true;
+      }
+    }
+  }
+  return run;
+}
+
+const std::array<FootPoint, 2>& RobotFeet() {
+  static const auto* f = new std::array<FootPoint, 2>{
+      FootPoint{"LowerLeg.L", true}, FootPoint{"LowerLeg.R", true}};
+  return *f;
+}
+
+const std::array<FootPoint, 2>& DazFeet() {
+  static const auto* f =
+      new std::array<FootPoint, 2>{FootPoint{"lFoot"}, FootPoint{"rFoot"}};
+  return *f;
+}
+
+void ExpectFeetPlanted(const ImportedAsset& from, const ImportedAsset& to,
+                       const std::array<FootPoint, 2>& feet_points,
+                       float leg_length, const std::vector<Segment>& src_segs,
+                       const std::vector<Segment>& tgt_segs, const char* label,
+                       bool walk) {
+  const FeetRun run = RunFeet(from, to, feet_points);
+  std::printf(
+      "%s: %d frames, contact frames L %d (%d contacts) R %d (%d contacts), "
+      "sliding with the pass %.5f (%.4f leg), transfer only %.5f (%.4f leg), "
+      "dragged %d, pelvis drop max %.4f leg, source slide %.4f leg\n",
+      label, run.frames, run.contact_frames[0], run.contacts[0],
+      run.contact_frames[1], run.contacts[1], run.slide_with,
+      run.slide_with / leg_length, run.slide_without,
+      run.slide_without / leg_length, run.unreachable,
+      run.max_drop / leg_length, run.slide_source);
+  ::testing::Test::RecordProperty(std::string(label) + "_slide_with_legs",
+                                  std::to_string(run.slide_with / leg_length));
+  ::testing::Test::RecordProperty(
+      std::string(label) + "_slide_without_legs",
+      std::to_string(run.slide_without / leg_length));
+  EXPECT_TRUE(run.finite);
+  EXPECT_TRUE(run.bone_lengths_exact);
+  for (int i = 0; i < 2; ++i) EXPECT_GT(run.contacts[i], 0) << i;
+  if (walk) {
+    for (int i = 0; i < 2; ++i) {
+      const float fraction =
+          static_cast<float>(run.contact_frames[i]) / run.frames;
+      EXPECT_GE(fraction, 0.3f) << i;
+      EXPECT_LE(fraction, 0.7f) << i;
+    }
+  }
+  EXPECT_LE(run.slide_with, 0.011f * leg_length);
+  // The pass is what plants the feet: the transfer alone slides more.
+  EXPECT_GT(run.slide_without, 2.0f * run.slide_with);
+  EXPECT_GT(run.slide_without, 0.011f * leg_length);
+
+  // Away from contacts the limbs still follow the source: the arms on
+  // every frame, each leg (segments 6-7 left, 8-9 right) away from its
+  // foot's contacts and while the pelvis is where the transfer put it (a
+  // lowered pelvis bends both knees).
+  std::vector<float> degrees;
+  for (int f = 0; f < run.frames; ++f) {
+    for (size_t k = 0; k < src_segs.size(); ++k) {
+      const int leg = k < 6 ? -1 : (k < 8 ? 0 : 1);
+      if (leg >= 0 && (run.near_contact[leg][f] || run.dropped[f])) continue;
+      const Errors e = CompareSegments(from, to, {src_segs[k]}, {tgt_segs[k]},
+                                       {run.source[f]}, {run.solved[f]});
+      degrees.push_back(e.degrees[0]);
+    }
+  }
+  std::printf(
+      "%s: limb error away from contacts (%zu segments) median %.4f deg, "
+      "p95 %.4f deg\n",
+      label, degrees.size(), Percentile(degrees, 0.5f),
+      Percentile(degrees, 0.95f));
+  EXPECT_LE(Percentile(degrees, 0.5f), 2.0f);
+  EXPECT_LE(Percentile(degrees, 0.95f), 5.0f);
+}
+
+float RobotLeg() {
+  const Rigs& r = TheRigs();
+  return (TargetLegLength(r.robot, "UpperLeg.L", "LowerLeg.L", RobotFeet()[0]) +
+          TargetLegLength(r.robot, "UpperLeg.R", "LowerLeg.R",
+                          RobotFeet()[1])) /
+         2;
+}
+
+float DazLeg() {
+  const Rigs& r = TheRigs();
+  return (TargetLegLength(r.daz, "lThigh", "lShin", DazFeet()[0]) +
+          TargetLegLength(r.daz, "rThigh", "rShin", DazFeet()[1])) /
+         2;
+}
+
+TEST(RetargetFeetTest, RetargetFeet_WalkOntoRobotKeepsContactsPlanted) {
+  const Rigs& r = TheRigs();
+  ExpectFeetPlanted(r.walk, r.robot, RobotFeet(), RobotLeg(), CmuLimbs(),
+                    RobotLimbs(), "feet_walk_to_robot", true);
+}
+
+TEST(RetargetFeetTest, RetargetFeet_WalkOntoDazKeepsContactsPlanted) {
+  const Rigs& r = TheRigs();
+  ExpectFeetPlanted(r.walk, r.daz, DazFeet(), DazLeg(), CmuLimbs(), DazLimbs(),
+                    "feet_walk_to_daz", true);
+}
+
+TEST(RetargetFeetTest, RetargetFeet_RunLeapOntoRobotKeepsContactsPlanted) {
+  const Rigs& r = TheRigs();
+  ExpectFeetPlanted(r.run_leap, r.robot, RobotFeet(), RobotLeg(),
+                    CmuLimbsUpLeg(), RobotLimbs(), "feet_run_leap_to_robot",
+                    false);
+}
+
+TEST(RetargetFeetTest, RetargetFeet_RunLeapOntoDazKeepsContactsPlanted) {
+  const Rigs& r = TheRigs();
+  ExpectFeetPlanted(r.run_leap, r.daz, DazFeet(), DazLeg(), CmuLimbsUpLeg(),
+                    DazLimbs(), "feet_run_leap_to_daz", false);
+}
+
+TEST(RetargetFeetTest, RetargetFeet_JumpsOntoRobotKeepsContactsPlanted) {
+  const Rigs& r = TheRigs();
+  ExpectFeetPlanted(r.jumps, r.robot, RobotFeet(), RobotLeg(), CmuLimbsUpLeg(),
+                    RobotLimbs(), "feet_jumps_to_robot", false);
+}
+
+TEST(RetargetFeetTest, RetargetFeet_JumpsOntoDazKeepsContactsPlanted) {
+  const Rigs& r = TheRigs();
+  ExpectFeetPlanted(r.jumps, r.daz, DazFeet(), DazLeg(), CmuLimbsUpLeg(),
+                    DazLimbs(), "feet_jumps_to_daz", false);
+}
+
+TEST(RetargetFeetTest, RetargetFeet_BadOptionsAreRefusedNamingTheField) {
+  RetargetFeetOptions o;
+  EXPECT_TRUE(o.Validate().ok());
+  o.contact_speed = -1.0f;
+  EXPECT_THAT(o.Validate().message(), HasSubstr("feet.contact_speed"));
+  o = {};
+  o.contact_height = std::nanf("");
+  EXPECT_THAT(o.Validate().message(), HasSubstr("feet.contact_height"));
+  o = {};
+  o.hysteresis = 0.5f;
+  EXPECT_THAT(o.Validate().message(), HasSubstr("feet.hysteresis"));
+  o = {};
+  o.release_time = -0.1f;
+  EXPECT_THAT(o.Validate().message(), HasSubstr("feet.release_time"));
+  o = {};
+  o.scaled_source_weight = 2.0f;
+  EXPECT_THAT(o.Validate().message(), HasSubstr("feet.scaled_source_weight"));
+  o = {};
+  o.source_floor = INFINITY;
+  EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(o.Validate().message(), HasSubstr("feet.source_floor"));
+}
+
+TEST(RetargetFeetTest, RetargetFeet_MappingWithoutLegsIsAFailedPrecondition) {
+  const Rigs& r = TheRigs();
+  RetargetMapping m = LegMapping();  // left_leg only
+  absl::StatusOr<RetargetMap> map =
+      RetargetMap::Create(r.walk.skeleton, r.daz.skeleton, m);
+  ASSERT_TRUE(map.ok()) << map.status();
+  const absl::Status s =
+      RetargetFeet::Create(*map, r.walk.skeleton, r.daz.skeleton).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("left_leg"));
+}
+
+// A run split in two, the state handed over, gives the same bits as one.
+TEST(RetargetFeetTest, RetargetFeet_StateHandedOverContinuesBitForBit) {
+  const Rigs& r = TheRigs();
+  const RetargetMap map = MapOf(r.walk, r.robot);
+  absl::StatusOr<RetargetFeet> feet =
+      RetargetFeet::Create(map, r.walk.skeleton, r.robot.skeleton);
+  ASSERT_TRUE(feet.ok()) << feet.status();
+  const std::vector<LocalPose> src = Frames(r.walk, 120);
+  auto step = [&](const LocalPose& p, const RetargetFeetState* in,
+                  RetargetFeetState* out) {
+    LocalPose pose = RestPose(r.robot.skeleton);
+    EXPECT_TRUE(JobFor(map, r.walk, r.robot, p, pose).Run().ok());
+    RetargetFeetJob job;
+    job.map = &map;
+    job.feet = &*feet;
+    job.source_skeleton = &r.walk.skeleton;
+    job.target_skeleton = &r.robot.skeleton;
+    job.source = p;
+    job.input = pose;
+    job.output = absl::MakeSpan(pose);
+    job.dt = 1.0f / 15.0f;
+    job.state = in;
+    job.next_state = out;
+    EXPECT_TRUE(job.Run().ok());
+    return pose;
+  };
+  RetargetFeetState one;
+  std::vector<LocalPose> whole;
+  for (const LocalPose& p : src) whole.push_back(step(p, &one, &one));
+  RetargetFeetState a;
+  for (int f = 0; f < 60; ++f) step(src[f], f == 0 ? nullptr : &a, &a);
+  RetargetFeetState b = a;  // as a client would resume it
+  for (int f = 60; f < 120; ++f) {
+    ASSERT_TRUE(SameBits(step(src[f], &b, &b), whole[f])) << f;
+  }
+  // A bad state is refused, naming it.
+  RetargetFeetState bad = b;
+  bad.feet[1].release = 2.0f;
+  LocalPose pose = RestPose(r.robot.skeleton);
+  RetargetFeetJob job;
+  job.map = &map;
+  job.feet = &*feet;
+  job.source_skeleton = &r.walk.skeleton;
+  job.target_skeleton = &r.robot.skeleton;
+  job.source = src[0];
+  job.input = pose;
+  job.output = absl::MakeSpan(pose);
+  job.state = &bad;
+  EXPECT_THAT(job.Validate().message(), HasSubstr("state.feet[1]"));
+  job.state = nullptr;
+  job.dt = -1.0f;
+  EXPECT_THAT(job.Validate().message(), HasSubstr("dt"));
 }
 
 }  // namespace

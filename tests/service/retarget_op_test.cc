@@ -2,7 +2,8 @@
 // cmu_02_03_run_daz.bvh, bit-identical to RetargetMap and RetargetJob run
 // directly, in a Solve (source inline and by hash) and a Session (source
 // by registration id, the clip time moved by op updates), the same bits on
-// every call, and IK composing after it.
+// every call, IK composing after it, and the feet pass over a bake frame by
+// frame with its state, as the core threads it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "solver_core/retarget/retarget.h"
+#include "solver_core/retarget/retarget_feet.h"
 #include "tests/service/service_fixture.h"
 
 namespace posewire::server {
@@ -188,6 +190,84 @@ TEST_F(RetargetOpTest, Retarget_BakeWithTheOpTimedMatchesTheCore) {
   }
   ASSERT_TRUE(reader->Finish().ok());
   EXPECT_EQ(frames, 20);
+}
+
+// The core's answer with the feet pass: the walk at `time` onto the Daz
+// rest pose, then RetargetFeetJob with `state` threaded.
+LocalPose CoreRetargetFeet(float time, float dt, RetargetFeetState& state) {
+  absl::StatusOr<RetargetMap> map =
+      RetargetMap::Create(Walk().skeleton, Daz().skeleton);
+  EXPECT_TRUE(map.ok()) << map.status();
+  absl::StatusOr<RetargetFeet> feet =
+      RetargetFeet::Create(*map, Walk().skeleton, Daz().skeleton);
+  EXPECT_TRUE(feet.ok()) << feet.status();
+  const LocalPose source = SampleWalk(time);
+  LocalPose out = CoreRetarget(time);
+  RetargetFeetJob job;
+  job.map = &*map;
+  job.feet = &*feet;
+  job.source_skeleton = &Walk().skeleton;
+  job.target_skeleton = &Daz().skeleton;
+  job.source = source;
+  job.input = out;
+  job.output = absl::MakeSpan(out);
+  job.dt = dt;
+  job.state = &state;
+  job.next_state = &state;
+  EXPECT_TRUE(job.Run().ok());
+  return out;
+}
+
+// A bake of the walk onto the Daz rig with the feet pass on (the one flag):
+// every frame is the core's, run frame by frame with the state threaded,
+// bit for bit; a second bake given the state the first returned continues
+// it bit for bit.
+TEST_F(RetargetOpTest, Retarget_BakeWithFeetMatchesTheCoreFrameByFrame) {
+  constexpr double kRate = 30.0;
+  v1::SolveRequest solve = Request(0.0f);
+  v1::RetargetOp* op =
+      solve.mutable_characters(0)->mutable_ops(0)->mutable_retarget();
+  op->mutable_feet()->set_lock_contacts(true);
+  RetargetFeetState state;
+  google::protobuf::Map<std::string, v1::OperationState> returned;
+  int locked_frames = 0;
+  for (int part = 0; part < 2; ++part) {
+    v1::BakeRequest request;
+    *request.mutable_skeleton()->mutable_skeleton() = DazSkeleton();
+    *request.mutable_ops() = solve.characters(0).ops();
+    request.add_timed_ops(0);
+    request.set_frame_rate(static_cast<float>(kRate));
+    request.set_start_time(part * 30 / kRate);
+    request.set_frame_count(30);
+    *request.mutable_state() = returned;
+    grpc::ClientContext context;
+    auto reader = stub_->Bake(&context, request);
+    v1::BakeResponse message;
+    int frames = 0;
+    while (reader->Read(&message)) {
+      for (const v1::BakedFrame& frame : message.frames()) {
+        const float time =
+            static_cast<float>(part * 30 / kRate + frames / kRate);
+        EXPECT_EQ(frame.time(), time);
+        const float dt =
+            part == 0 && frames == 0 ? 0.0f : 1.0f / static_cast<float>(kRate);
+        EXPECT_TRUE(BitIdentical(frame.pose(),
+                                 Packed(CoreRetargetFeet(time, dt, state))))
+            << "part " << part << " frame " << frames;
+        locked_frames += state.feet[0].locked ? 1 : 0;
+        ++frames;
+      }
+      if (message.done()) returned = message.state();
+    }
+    ASSERT_TRUE(reader->Finish().ok());
+    EXPECT_EQ(frames, 30);
+    ASSERT_EQ(returned.count("retarget_feet"), 1u);
+    ASSERT_EQ(returned.at("retarget_feet").retarget_feet().feet_size(), 2);
+    EXPECT_EQ(returned.at("retarget_feet").retarget_feet().source_floor(),
+              state.source_floor);
+  }
+  // The pass did something: the left foot was held on some frames.
+  EXPECT_GT(locked_frames, 0);
 }
 
 TEST_F(RetargetOpTest, Retarget_SessionRigWithUnknownSourceIsRefused) {

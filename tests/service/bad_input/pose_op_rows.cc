@@ -314,6 +314,68 @@ std::vector<BadInput> PoseOpRows() {
         for (int i = 0; i < 3; ++i) p->add_transforms(0.0f);
       },
       StatusCode::INVALID_ARGUMENT, "characters[0].ops[0].retarget.pose"));
+  // ---- retarget feet pass
+  add(SolveRow(
+      "retarget_feet_contact_speed_negative",
+      "retarget feet lock_contacts, contact_speed -1",
+      [](auto& r) {
+        v1::RetargetFeet* f = Retarget(r)->mutable_feet();
+        f->set_lock_contacts(true);
+        f->set_contact_speed(-1.0f);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].retarget.feet.contact_speed: -1 must be finite "
+      "and >= 0"));
+  add(SolveRow(
+      "retarget_feet_contact_height_nan", "retarget feet contact_height NaN",
+      [](auto& r) { Retarget(r)->mutable_feet()->set_contact_height(kNaN); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].retarget.feet.contact_height: nan must be finite "
+      "and >= 0"));
+  add(SolveRow(
+      "retarget_feet_hysteresis_below_one", "retarget feet hysteresis 0.5",
+      [](auto& r) { Retarget(r)->mutable_feet()->set_hysteresis(0.5f); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].retarget.feet.hysteresis: 0.5 must be finite and "
+      ">= 1"));
+  add(SolveRow(
+      "retarget_feet_release_time_negative", "retarget feet release_time -1",
+      [](auto& r) { Retarget(r)->mutable_feet()->set_release_time(-1.0f); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].retarget.feet.release_time: -1 must be finite "
+      "and >= 0"));
+  add(SolveRow(
+      "retarget_feet_scaled_source_weight_above_one",
+      "retarget feet scaled_source_weight 2",
+      [](auto& r) {
+        Retarget(r)->mutable_feet()->set_scaled_source_weight(2.0f);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].retarget.feet.scaled_source_weight: 2 must be in "
+      "[0, 1]"));
+  add(SolveRow(
+      "retarget_feet_source_floor_infinite", "retarget feet source_floor inf",
+      [](auto& r) { Retarget(r)->mutable_feet()->set_source_floor(kInf); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].retarget.feet.source_floor: inf is not finite"));
+  add(SolveRow(
+      "retarget_feet_needs_both_legs",
+      "retarget feet lock_contacts with a left_leg chain only",
+      [](auto& r) { Retarget(r)->mutable_feet()->set_lock_contacts(true); },
+      StatusCode::FAILED_PRECONDITION,
+      "characters[0].ops[0].retarget.feet: the mapping has no 'right_leg' "
+      "chain"));
+  add(SolveRow(
+      "retarget_feet_state_one_foot", "retarget_feet state with one foot",
+      [](auto& r) {
+        Retarget(r);
+        (*Hero(r).mutable_state())["retarget_feet"]
+            .mutable_retarget_feet()
+            ->add_feet();
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].state[\"retarget_feet\"].retarget_feet.feet: 1 feet; "
+      "the pass keeps 2"));
   return rows;
 }
 

@@ -337,7 +337,13 @@ absl::StatusOr<v1::SessionResponse> Session::Exchange(
 absl::Status Session::EndStream() {
   stream_ended_ = true;
   end_status_ = Finish();
-  if (end_status_.ok()) {
+  if (handed_over_) {
+    // The server ends a hand-over UNAVAILABLE, but a shutdown racing the
+    // status to the client can surface as CANCELLED: the hand-over itself
+    // says what happened.
+    end_status_ = absl::UnavailableError(
+        "the server is shutting down and handed the session over");
+  } else if (end_status_.ok()) {
     end_status_ = absl::UnavailableError("the session stream closed");
   }
   return end_status_;
@@ -399,7 +405,7 @@ void Session::TakeSnapshot(v1::SessionSnapshot snapshot) {
   replay_log_.clear();
 }
 
-absl::Status Session::Reconnect(const absl::Status& cause) {
+absl::Status Session::Reconnect(absl::Status cause) {
   const absl::Time started = absl::Now();
   const bool handover = handed_over_;
   absl::Duration backoff = session_options_.first_backoff;

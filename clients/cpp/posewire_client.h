@@ -285,7 +285,9 @@ class Session {
       const v1::SessionRequest& request);
   // After a stream ended with `cause`: reconnects, resumes from the latest
   // snapshot and replays what was answered since (auto_resume).
-  absl::Status Reconnect(const absl::Status& cause);
+  // `cause` is taken by value: the attempts overwrite end_status_, which
+  // is what callers pass.
+  absl::Status Reconnect(absl::Status cause);
   absl::Status ResumeOnNewStream(int& replayed);
   // A new latest snapshot: what it covers need not be replayed.
   void TakeSnapshot(v1::SessionSnapshot snapshot);

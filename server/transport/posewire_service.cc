@@ -617,22 +617,22 @@ class PoseWireService::BakeReactor final
 
   void OnWriteDone(bool ok) override {
     TakeBackFromGrpc(this);
-    std::lock_guard<std::mutex> lock(mutex_);
-    writing_ = -1;
-    if (!ok) {
-      // The client cancelled or went away: nothing more can reach it.
-      failure_ = absl::CancelledError("the client stopped reading the bake");
-    }
-    if (!failure_.ok()) {
-      // A solve still running touches its slot: it ends the call instead.
-      if (solving_ < 0) EndLocked(failure_);
-      return;
-    }
-    if (ready_ >= 0) {
+    Perform([&] {
+      std::lock_guard<std::mutex> lock(mutex_);
+      writing_ = -1;
+      if (!ok) {
+        // The client cancelled or went away: nothing more can reach it.
+        failure_ = absl::CancelledError("the client stopped reading the bake");
+      }
+      if (!failure_.ok()) {
+        // A solve still running touches its slot: it ends the call instead.
+        return solving_ < 0 ? GrpcCall::End(failure_) : GrpcCall{};
+      }
+      if (ready_ < 0) return GrpcCall{};
       const int slot = ready_;
       ready_ = -1;
-      WriteLocked(slot);
-    }
+      return WriteLocked(slot);
+    }());
   }
 
   void OnDone() override {
@@ -647,6 +647,42 @@ class PoseWireService::BakeReactor final
     grpc::ByteBuffer bytes;
     bool last = false;
   };
+
+  // What to ask of gRPC, decided under the lock and asked after it is
+  // released: gRPC's calls never run under our lock, so it orders nothing
+  // of gRPC's own state (TSan would otherwise tie gRPC's internals to it).
+  struct GrpcCall {
+    enum Kind { kNone, kWrite, kWriteLast, kEnd } kind = kNone;
+    int slot = -1;
+    absl::Status status;
+    static GrpcCall End(absl::Status status) {
+      return {.kind = kEnd, .slot = -1, .status = std::move(status)};
+    }
+  };
+
+  void Perform(const GrpcCall& call) {
+    switch (call.kind) {
+      case GrpcCall::kNone:
+        return;
+      case GrpcCall::kWrite:
+        HandOffToGrpc(this);
+        StartWrite(&slots_[call.slot].bytes);
+        return;
+      case GrpcCall::kWriteLast:
+        service_->metrics_->CountCall("Bake", absl::StatusCode::kOk);
+        HandOffToGrpc(this);
+        StartWriteAndFinish(&slots_[call.slot].bytes, grpc::WriteOptions(),
+                            grpc::Status::OK);
+        return;
+      case GrpcCall::kEnd:
+        service_->metrics_->CountCall("Bake", call.status.code());
+        spdlog::info("Bake from {} ended: {}", context_->peer(),
+                     call.status.ToString());
+        HandOffToGrpc(this);
+        Finish(ToGrpcStatus(call.status));
+        return;
+    }
+  }
 
   // Queues the solve of the next message into `slot`.
   void SolveNextLocked(int slot) {
@@ -672,35 +708,32 @@ class PoseWireService::BakeReactor final
       }
       out.last = run_->done();
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    solving_ = -1;
-    if (!status.ok() && failure_.ok()) failure_ = status;
-    if (!failure_.ok()) {
-      // With a write in flight, OnWriteDone ends the call.
-      if (writing_ < 0) EndLocked(failure_);
-      return;
-    }
-    if (writing_ < 0) {
-      WriteLocked(slot);
-    } else {
-      ready_ = slot;
-    }
+    Perform([&] {
+      std::lock_guard<std::mutex> lock(mutex_);
+      solving_ = -1;
+      if (!status.ok() && failure_.ok()) failure_ = status;
+      if (!failure_.ok()) {
+        // With a write in flight, OnWriteDone ends the call.
+        return writing_ < 0 ? GrpcCall::End(failure_) : GrpcCall{};
+      }
+      if (writing_ >= 0) {
+        ready_ = slot;
+        return GrpcCall{};
+      }
+      return WriteLocked(slot);
+    }());
   }
 
-  // Sends slots_[slot], then solves the next message into the other slot
-  // unless that was the last.
-  void WriteLocked(int slot) {
+  // Marks slots_[slot] as being sent and, unless it is the last, queues the
+  // solve of the next message into the other slot; the caller then asks
+  // gRPC to send it.
+  GrpcCall WriteLocked(int slot) {
     writing_ = slot;
     if (slots_[slot].last) {
-      service_->metrics_->CountCall("Bake", absl::StatusCode::kOk);
-      HandOffToGrpc(this);
-      StartWriteAndFinish(&slots_[slot].bytes, grpc::WriteOptions(),
-                          grpc::Status::OK);
-      return;
+      return {.kind = GrpcCall::kWriteLast, .slot = slot, .status = {}};
     }
-    HandOffToGrpc(this);
-    StartWrite(&slots_[slot].bytes);
     if (solving_ < 0 && ready_ < 0) SolveNextLocked(1 - slot);
+    return {.kind = GrpcCall::kWrite, .slot = slot, .status = {}};
   }
 
   // Parses the request (gRPC keeps its bytes until OnDone) and checks it.
@@ -713,13 +746,6 @@ class PoseWireService::BakeReactor final
     if (!run.ok()) return run.status();
     run_ = *std::move(run);
     return absl::OkStatus();
-  }
-
-  void EndLocked(const absl::Status& status) {
-    service_->metrics_->CountCall("Bake", status.code());
-    spdlog::info("Bake from {} ended: {}", context_->peer(), status.ToString());
-    HandOffToGrpc(this);
-    Finish(ToGrpcStatus(status));
   }
 
   PoseWireService* const service_;

@@ -35,6 +35,9 @@ struct BakeOptions {
   // retarget: the rig file whose skeleton the clip is played onto; empty
   // for bake.
   std::string to;
+  // retarget: hold the feet where the source's are planted (the retarget
+  // op's feet pass) instead of letting them slide.
+  bool lock_feet = false;
 };
 
 // Returns the process exit code: 0 written, 1 failed (the server's or the

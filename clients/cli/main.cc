@@ -115,6 +115,9 @@ ABSL_FLAG(std::string, frame_count, "",
 ABSL_FLAG(double, start, 0.0, "bake, retarget: the first frame's time, s.");
 ABSL_FLAG(std::string, to, "",
           "retarget: the .bvh, .gltf or .glb rig to play the clip onto.");
+ABSL_FLAG(bool, lock_feet, false,
+          "retarget: hold the feet where the source's are planted, so they "
+          "do not slide.");
 
 namespace {
 
@@ -433,6 +436,10 @@ int Bake(const std::vector<char*>& args, bool retarget) {
   options.loop = absl::GetFlag(FLAGS_loop);
   options.out = absl::GetFlag(FLAGS_out);
   options.to = absl::GetFlag(FLAGS_to);
+  options.lock_feet = absl::GetFlag(FLAGS_lock_feet);
+  if (!retarget && options.lock_feet) {
+    return Fail("bake takes no --lock_feet (posewire retarget does)", 2);
+  }
   if (retarget && options.to.empty()) {
     return Fail("retarget needs --to=RIG, the rig to play the clip onto", 2);
   }

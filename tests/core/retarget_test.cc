@@ -227,15 +227,19 @@ RetargetMap MapOf(const ImportedAsset& from, const ImportedAsset& to) {
   return *std::move(map);
 }
 
-void ExpectLimbsFollow(const ImportedAsset& to,
+// `from` (limb segments `src_segs`) onto `to` (`tgt_segs`) over 240
+// frames: limb directions within median 2 and p95 5 degrees of the
+// source's, bone lengths the target's.
+void ExpectLimbsFollow(const ImportedAsset& from,
+                       const std::vector<Segment>& src_segs,
+                       const ImportedAsset& to,
                        const std::vector<Segment>& tgt_segs,
                        const char* label) {
-  const Rigs& r = TheRigs();
-  const RetargetMap map = MapOf(r.walk, to);
-  const std::vector<LocalPose> src = Frames(r.walk, 240);
+  const RetargetMap map = MapOf(from, to);
+  const std::vector<LocalPose> src = Frames(from, 240);
   std::vector<LocalPose> tgt;
-  for (const LocalPose& p : src) tgt.push_back(Retarget(map, r.walk, to, p));
-  const Errors e = CompareSegments(r.walk, to, CmuLimbs(), tgt_segs, src, tgt);
+  for (const LocalPose& p : src) tgt.push_back(Retarget(map, from, to, p));
+  const Errors e = CompareSegments(from, to, src_segs, tgt_segs, src, tgt);
   const float median = Percentile(e.degrees, 0.5f);
   const float p95 = Percentile(e.degrees, 0.95f);
   ::testing::Test::RecordProperty(std::string(label) + "_median_deg",
@@ -262,11 +266,30 @@ void ExpectLimbsFollow(const ImportedAsset& to,
 }
 
 TEST(RetargetTest, Retarget_CmuWalkOntoRobotExpressiveLimbsFollowTheSource) {
-  ExpectLimbsFollow(TheRigs().robot, RobotLimbs(), "walk_to_robot");
+  ExpectLimbsFollow(TheRigs().walk, CmuLimbs(), TheRigs().robot, RobotLimbs(),
+                    "walk_to_robot");
 }
 
 TEST(RetargetTest, Retarget_CmuWalkOntoDazRigLimbsFollowTheSource) {
-  ExpectLimbsFollow(TheRigs().daz, DazLimbs(), "walk_to_daz");
+  ExpectLimbsFollow(TheRigs().walk, CmuLimbs(), TheRigs().daz, DazLimbs(),
+                    "walk_to_daz");
+}
+
+// The fast clips of CMU subjects 49 and 1 (another naming) onto both rigs.
+TEST(RetargetTest, Retarget_CmuRunLeapOntoBothRigsLimbsFollowTheSource) {
+  const Rigs& r = TheRigs();
+  ExpectLimbsFollow(r.run_leap, CmuLimbsUpLeg(), r.robot, RobotLimbs(),
+                    "run_leap_to_robot");
+  ExpectLimbsFollow(r.run_leap, CmuLimbsUpLeg(), r.daz, DazLimbs(),
+                    "run_leap_to_daz");
+}
+
+TEST(RetargetTest, Retarget_CmuJumpsOntoBothRigsLimbsFollowTheSource) {
+  const Rigs& r = TheRigs();
+  ExpectLimbsFollow(r.jumps, CmuLimbsUpLeg(), r.robot, RobotLimbs(),
+                    "jumps_to_robot");
+  ExpectLimbsFollow(r.jumps, CmuLimbsUpLeg(), r.daz, DazLimbs(),
+                    "jumps_to_daz");
 }
 
 TEST(RetargetTest, Retarget_SpineBonesAndDistributedNeckFollowTheSource) {

@@ -220,11 +220,12 @@ absl::Status BakeRun::CheckFrameUpdates() {
         absl::StrCat("frame_updates: ", request_.frame_updates_size(),
                      " entries for ", frames_total_, " frames"));
   }
+  frame_updates_by_op_.resize(request_.frame_updates_size());
   for (int i = 0; i < request_.frame_updates_size(); ++i) {
     const std::string field = absl::StrCat("frame_updates[", i, "]");
-    if (absl::Status s =
-            IndexOpUpdates(*plan_, request_.frame_updates(i).op_updates(),
-                           field, frame_by_op_);
+    OpUpdatesByOp& by_op = frame_updates_by_op_[i];
+    if (absl::Status s = IndexOpUpdates(
+            *plan_, request_.frame_updates(i).op_updates(), field, by_op);
         !s.ok()) {
       return s;
     }
@@ -235,36 +236,27 @@ absl::Status BakeRun::CheckFrameUpdates() {
       frame_roots_.resize(request_.frame_updates_size());
       frame_roots_[i] = *root;
     }
-    for (size_t op = 0; op < timed_by_op_.size() && !frame_by_op_.empty();
-         ++op) {
-      if (timed_by_op_[op] != nullptr && frame_by_op_[op] != nullptr) {
+    if (by_op.empty()) continue;
+    // The timed ops' updates join the entry's; an op cannot be in both.
+    for (size_t op = 0; op < timed_by_op_.size(); ++op) {
+      if (timed_by_op_[op] == nullptr) continue;
+      if (by_op[op] != nullptr) {
         return absl::InvalidArgumentError(absl::StrCat(
             field, ": op ", op,
             " is in timed_ops, which set its time; it takes no update here"));
       }
+      by_op[op] = timed_by_op_[op];
     }
   }
   return absl::OkStatus();
 }
 
-bool BakeRun::GatherUpdates(uint32_t index) {
-  const bool framed =
-      index < static_cast<uint32_t>(request_.frame_updates_size()) &&
-      !request_.frame_updates(index).op_updates().empty();
-  if (!framed) {
-    updates_by_op_ = timed_by_op_;
-    return !updates_by_op_.empty();
+absl::Span<const v1::OpUpdate* const> BakeRun::UpdatesOf(uint32_t index) const {
+  if (index < frame_updates_by_op_.size() &&
+      !frame_updates_by_op_[index].empty()) {
+    return frame_updates_by_op_[index];
   }
-  // Checked whole when the run started, so this cannot fail.
-  const absl::Status indexed =
-      IndexOpUpdates(*plan_, request_.frame_updates(index).op_updates(),
-                     "frame_updates", frame_by_op_);
-  (void)indexed;
-  updates_by_op_ = frame_by_op_;
-  for (size_t op = 0; op < timed_by_op_.size(); ++op) {
-    if (timed_by_op_[op] != nullptr) updates_by_op_[op] = timed_by_op_[op];
-  }
-  return true;
+  return timed_by_op_;
 }
 
 absl::Status BakeRun::SolveFrame(uint32_t index, v1::BakedFrame* out,
@@ -307,8 +299,7 @@ absl::Status BakeRun::SolveFrame(uint32_t index, v1::BakedFrame* out,
                   : scratch_.root,
       .field = field,
       .timings = timings,
-      .updates = GatherUpdates(index) ? absl::MakeConstSpan(updates_by_op_)
-                                      : absl::Span<const v1::OpUpdate* const>(),
+      .updates = UpdatesOf(index),
       .undo = nullptr};
   if (absl::Status s = RunPlan(*plan_, frame, pose, state_, out->mutable_ops());
       !s.ok()) {

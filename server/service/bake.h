@@ -60,8 +60,9 @@ class BakeRun {
                                SkeletonCache& skeletons);
   absl::Status CheckTimedOps();
   absl::Status CheckFrameUpdates();
-  // Points updates_by_op_ at frame `index`'s updates; false when none.
-  bool GatherUpdates(uint32_t index);
+  // Frame `index`'s updates by op (the timed ones and its frame_updates
+  // entry's), or empty for none.
+  absl::Span<const v1::OpUpdate* const> UpdatesOf(uint32_t index) const;
   absl::Status SolveFrame(uint32_t index, v1::BakedFrame* out,
                           OperationTimings* timings);
 
@@ -74,9 +75,9 @@ class BakeRun {
   // Each timed op's update (its time set per frame) by op, or empty.
   std::vector<v1::OpUpdate> timed_updates_;
   OpUpdatesByOp timed_by_op_;
-  // This frame's updates by op: the timed ones and frame_updates[i]'s.
-  OpUpdatesByOp frame_by_op_;
-  OpUpdatesByOp updates_by_op_;
+  // Per frame_updates entry, its updates and the timed ones by op, indexed
+  // once when the run starts (empty: the entry has none).
+  std::vector<OpUpdatesByOp> frame_updates_by_op_;
   // frame_updates' placements, by frame (empty: none is given).
   std::vector<std::optional<Transform>> frame_roots_;
   // The source clip's index in clips_, or -1 for the rest pose.

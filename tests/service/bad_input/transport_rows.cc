@@ -105,6 +105,22 @@ std::vector<BadInput> TransportRows(std::shared_ptr<grpc::Channel> channel) {
        },
        StatusCode::INVALID_ARGUMENT,
        "request's 5 bytes do not parse as posewire.v1.LearnLimitsRequest"});
+  add({"query_garbage_bytes", "a QueryRequest of bytes that are not protobuf",
+       [channel](v1::PoseWire::Stub&) {
+         return CallRaw(channel, "/posewire.v1.PoseWire/Query",
+                        std::string("\xff\xff\xff\xff\xff", 5));
+       },
+       StatusCode::INVALID_ARGUMENT,
+       "request's 5 bytes do not parse as posewire.v1.QueryRequest"});
+  // A server-streaming call refused before its first message answers a
+  // one-message call with its status alone.
+  add({"bake_garbage_bytes", "a BakeRequest of bytes that are not protobuf",
+       [channel](v1::PoseWire::Stub&) {
+         return CallRaw(channel, "/posewire.v1.PoseWire/Bake",
+                        std::string("\xff\xff\xff\xff\xff", 5));
+       },
+       StatusCode::INVALID_ARGUMENT,
+       "request's 5 bytes do not parse as posewire.v1.BakeRequest"});
   add({"session_garbage_bytes",
        "a Session message of bytes that are not protobuf, after a valid one",
        [channel](v1::PoseWire::Stub&) {

@@ -76,7 +76,8 @@ Skeleton MakeSkeleton(std::vector<std::string> names, std::vector<int> parents,
   return *std::move(skeleton);
 }
 
-Transform Trs(Eigen::Vector3f t, Eigen::Quaternionf r = {1, 0, 0, 0},
+Transform Trs(Eigen::Vector3f t = Eigen::Vector3f::Zero(),
+              Eigen::Quaternionf r = {1, 0, 0, 0},
               Eigen::Vector3f s = Eigen::Vector3f::Ones()) {
   Transform x;
   x.translation = t;
@@ -514,7 +515,7 @@ TEST(GltfWriter, ConstantChannelsAtRestAreLeftOutAndSampleAsRest) {
 }
 
 TEST(GltfWriter, RotationKeysAreUnitXyzwAndTakeTheShortWay) {
-  const Skeleton skeleton = MakeSkeleton({"root"}, {kNoParent}, {Trs({})});
+  const Skeleton skeleton = MakeSkeleton({"root"}, {kNoParent}, {Trs()});
   std::vector<LocalPose> frames;
   for (int f = 0; f < 24; ++f) {
     LocalPose pose = RestPose(skeleton);
@@ -748,7 +749,7 @@ TEST(GltfWriter, SkeletonsGltfCannotHoldAreRefused) {
               HasSubstr("rest_pose[1] 'hidden': scale (1, 0, 1) has a zero"));
 
   const Skeleton latin1 =
-      MakeSkeleton({"root", "K\xf6rper"}, {kNoParent, 0}, {Trs({}), Trs({})});
+      MakeSkeleton({"root", "K\xf6rper"}, {kNoParent, 0}, {Trs(), Trs()});
   bytes = WriteGltf(latin1, {RestPose(latin1)});
   EXPECT_EQ(bytes.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bytes.status().message(),
@@ -756,7 +757,7 @@ TEST(GltfWriter, SkeletonsGltfCannotHoldAreRefused) {
 
   // UTF-8 names are fine, and come back as written.
   const Skeleton utf8 = MakeSkeleton({"root", "K\xc3\xb6rper \xe8\x85\xb0"},
-                                     {kNoParent, 0}, {Trs({}), Trs({})});
+                                     {kNoParent, 0}, {Trs(), Trs()});
   bytes = WriteGltf(utf8, {RestPose(utf8)});
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   absl::StatusOr<ImportedAsset> back = ParseGltf(Bytes(*bytes), "utf8.glb");

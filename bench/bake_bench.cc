@@ -11,12 +11,11 @@
 //       --benchmark_enable_random_interleaving=true
 #include <benchmark/benchmark.h>
 
-#include <cstdlib>
-#include <iostream>
 #include <memory>
 #include <string>
 
 #include "bench/bench_data.h"
+#include "bench/loopback_server.h"
 #include "clients/cpp/posewire_client.h"
 #include "server/service/bake.h"
 #include "server/transport/server.h"
@@ -78,20 +77,8 @@ void BM_BakeInProcess(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kFrames);
 }
 
-// One server for the program, as a deployment runs one per machine.
 server::PosewireServer& Server() {
-  static server::PosewireServer* server = [] {
-    server::ServerConfig config;
-    config.listen = "127.0.0.1:0";
-    config.threads = 2;
-    auto started = server::PosewireServer::Start(config);
-    if (!started.ok()) {
-      std::cerr << "posewire-bake-bench: " << started.status() << "\n";
-      std::exit(1);
-    }
-    return started->release();
-  }();
-  return *server;
+  return bench::LoopbackServer("posewire-bake-bench");
 }
 
 // Args: the pipeline (as WalkBake), frames per message (0: the server's

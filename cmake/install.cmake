@@ -60,6 +60,7 @@ if(POSEWIRE_BUILD_SERVICE)
                 ${PROJECT_SOURCE_DIR}/server/wire/field_name.h
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/server/wire)
   install(FILES ${PROJECT_SOURCE_DIR}/clients/cpp/posewire_client.h
+                ${PROJECT_SOURCE_DIR}/clients/cpp/frame_batcher.h
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/clients/cpp)
 endif()
 

@@ -9,13 +9,14 @@
 #include "server/wire/wire_convert.h"
 
 namespace posewire::client {
-namespace {
 
 absl::Status FromWire(const v1::Status& status) {
   if (status.code() == 0) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(status.code()),
                       status.message());
 }
+
+namespace {
 
 void AddToken(grpc::ClientContext& context, const ClientOptions& options) {
   if (!options.token.empty()) {
@@ -269,6 +270,7 @@ absl::StatusOr<std::unique_ptr<Session>> Client::ResumeSession(
     return s;
   }
   (*session)->latest_snapshot_ = point.snapshot;
+  (*session)->last_sequence_ = point.snapshot.after_sequence();
   (*session)->replay_log_.clear();
   return session;
 }
@@ -663,6 +665,7 @@ absl::StatusOr<v1::FrameResult> Session::SendFrame(const v1::Frame& frame) {
   auto response = Call(request);
   if (!response.ok()) return response.status();
   if (absl::Status s = FromWire(response->frame().status()); !s.ok()) return s;
+  last_sequence_ = frame.sequence();
   // The server follows every snapshot_every_-th accepted frame's answer
   // with a snapshot.
   if (snapshot_every_ > 0 && ++frames_since_snapshot_ >= snapshot_every_) {

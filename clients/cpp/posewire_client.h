@@ -45,6 +45,9 @@ struct ClientOptions {
 
 // A gRPC status as an absl::Status (same code, same message).
 absl::Status FromGrpc(const grpc::Status& status);
+// A status inside a posewire.v1 answer (e.g. CharacterResult.status) as an
+// absl::Status.
+absl::Status FromWire(const v1::Status& status);
 
 // The channel Client::Connect opens: TLS or not, message limits.
 std::shared_ptr<grpc::Channel> CreateChannel(const std::string& target,
@@ -265,6 +268,10 @@ class Session {
   // What automatic resumes did (SessionOptions::auto_resume).
   const ResumeCounters& resume_counters() const { return counters_; }
 
+  // The sequence of the last frame the server accepted (a resumed
+  // session: its snapshot's after_sequence); 0 before any.
+  uint64_t last_sequence() const { return last_sequence_; }
+
  private:
   friend class Client;
   Session() = default;
@@ -330,6 +337,7 @@ class Session {
   // since the last one, counted as the server counts them.
   uint32_t snapshot_every_ = 0;
   uint32_t frames_since_snapshot_ = 0;
+  uint64_t last_sequence_ = 0;
 };
 
 }  // namespace posewire::client

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Starts the real posewire-server on a free loopback port and runs the Python
-# client's unittest file (clients/python/tests/test_client.py) and its example
-# script against it with Debian's Python, then stops the server with SIGTERM
-# and checks it exits 0. tests/test_failover.py starts two servers of its own
-# and loses one under a resuming session.
+# client's unittest files (clients/python/tests/test_client.py and
+# test_batcher.py) and its example script against it with Debian's Python,
+# then stops the server with SIGTERM and checks it exits 0.
+# tests/test_failover.py starts two servers of its own and loses one under a
+# resuming session.
 #
 # usage: python_client_e2e.sh SERVER_BINARY PYTHON STUBS_DIR CLIENT_DIR
 #   STUBS_DIR:  the build's generated stubs (<build>/clients/python/stubs)
@@ -33,6 +34,14 @@ status=0
   status=$?
 cat "$work/unittest.log"
 [[ $status -eq 0 ]] || fail "Python unittest failed (exit $status)"
+
+# FrameBatcher: most tests use this server; two start their own (one allowing
+# two characters per frame, one killed under the batcher).
+status=0
+POSEWIRE_SERVER_BINARY=$server_bin "$python" "$client_dir/tests/test_batcher.py" \
+  >"$work/batcher.log" 2>&1 || status=$?
+cat "$work/batcher.log"
+[[ $status -eq 0 ]] || fail "Python batcher test failed (exit $status)"
 
 # Replicas lost under a resuming session: the test starts its own servers.
 status=0

@@ -17,7 +17,8 @@ modules are also here as `posewire.pb` (service messages), `posewire.ops`
 BVH and glTF files and answers Solve requests bit for bit as the service
 does. `solve_pose` on a Client or a local.Solver takes and returns numpy
 arrays, as does `Client.bake` (a clip through a pipeline on the server, its
-frames streamed back).
+frames streamed back). `FrameBatcher` gathers characters submitted one by
+one (from any thread) into one Session frame per tick.
 
 Runs on Debian's python3-grpcio and python3-protobuf (/usr/bin/python3).
 """
@@ -73,6 +74,7 @@ def _messages():
 msg = _messages()
 
 from posewire.bake import BakedClip, bake_request  # noqa: E402
+from posewire.batcher import BatcherCounters, FrameBatcher  # noqa: E402
 from posewire.calls import (  # noqa: E402
     SolvedPose, array_from_pose, pose_from_array, sample_clip_op,
     two_bone_ik_op)
@@ -96,5 +98,6 @@ __all__ = [
     "rotation_track", "unpack_pose", "msg", "ops", "pb", "pb_grpc", "types",
     "ground_hit", "ground_op", "ground_update", "heightfield", "look_at_op",
     "target_update", "retarget_op", "plausibility_op", "violations",
-    "Violation", "BakedClip", "bake_request",
+    "Violation", "BakedClip", "bake_request", "FrameBatcher",
+    "BatcherCounters",
 ]

@@ -389,6 +389,7 @@ void Session::LogForReplay(const v1::SessionRequest& request,
     case v1::SessionRequest::kRegisterRig:
     case v1::SessionRequest::kRegisterCharacter:
     case v1::SessionRequest::kRegisterHitboxes:
+    case v1::SessionRequest::kRegisterLimits:
       accepted = response.registered().status().code() == 0;
       break;
     case v1::SessionRequest::kFrame:
@@ -521,6 +522,8 @@ std::string RegistrationKey(const v1::SessionRequest& request) {
       return RegistrationKey("rig", "", request.register_rig().id());
     case v1::SessionRequest::kRegisterHitboxes:
       return RegistrationKey("hitboxes", "", request.register_hitboxes().id());
+    case v1::SessionRequest::kRegisterLimits:
+      return RegistrationKey("limits", "", request.register_limits().id());
     default:
       return "";
   }
@@ -631,6 +634,35 @@ absl::Status Session::RegisterCharacter(const std::string& id,
   request.mutable_register_character()->set_id(id);
   request.mutable_register_character()->set_rig_id(rig_id);
   return Register(request);
+}
+
+absl::Status Session::RegisterLimits(
+    const std::string& id, const std::string& skeleton_id,
+    const google::protobuf::RepeatedPtrField<v1::JointLimitSpec>& limits) {
+  v1::SessionRequest request;
+  request.mutable_register_limits()->set_id(id);
+  request.mutable_register_limits()->set_skeleton_id(skeleton_id);
+  *request.mutable_register_limits()->mutable_limits() = limits;
+  return Register(request);
+}
+
+absl::StatusOr<v1::LearnLimitsResponse> Session::LearnLimits(
+    const std::string& id, const std::string& skeleton_id,
+    const std::vector<std::string>& clip_ids,
+    const v1::LearnLimitsOptions& options) {
+  v1::SessionRequest request;
+  v1::RegisterLimits* message = request.mutable_register_limits();
+  message->set_id(id);
+  message->set_skeleton_id(skeleton_id);
+  for (const std::string& clip : clip_ids) message->add_learn_from_clips(clip);
+  *message->mutable_learn_options() = options;
+  auto response = Call(request);
+  if (!response.ok()) return response.status();
+  if (absl::Status s = FromWire(response->registered().status()); !s.ok()) {
+    return s;
+  }
+  Keep(request);
+  return std::move(*response->mutable_registered()->mutable_learned());
 }
 
 absl::Status Session::RegisterHitboxes(

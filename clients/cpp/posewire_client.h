@@ -240,6 +240,19 @@ class Session {
       const std::string& id, const std::string& skeleton_id,
       const google::protobuf::RepeatedPtrField<v1::Hitbox>& hitboxes);
 
+  // A limit set for the rigs of skeleton `skeleton_id`, which plausibility
+  // ops name by PlausibilityOp.limits_id: the limits as sent (e.g. kept
+  // from an earlier LearnLimits)...
+  absl::Status RegisterLimits(
+      const std::string& id, const std::string& skeleton_id,
+      const google::protobuf::RepeatedPtrField<v1::JointLimitSpec>& limits);
+  // ...or learnt on the server from clips this session registered for the
+  // skeleton, returned for the caller to keep.
+  absl::StatusOr<v1::LearnLimitsResponse> LearnLimits(
+      const std::string& id, const std::string& skeleton_id,
+      const std::vector<std::string>& clip_ids,
+      const v1::LearnLimitsOptions& options = {});
+
   // Sends a frame; the result carries per-character statuses. A frame-level
   // error (out-of-order sequence, bad dt) is returned as the error.
   absl::StatusOr<v1::FrameResult> SendFrame(const v1::Frame& frame);

@@ -145,13 +145,23 @@ struct OpLimits {
   int max_solver_iterations = 1000;
 };
 
-// Skeletons other than the character's that an op may name (retarget's
-// source): by content hash (a Solve's skeleton cache) or by registration id
-// (a session's). An empty function, or a null result, is NOT_FOUND.
-struct SkeletonLookup {
+// A limit set a session registered (RegisterLimits) for one of its
+// skeletons.
+struct RegisteredLimits {
+  std::shared_ptr<const Skeleton> skeleton;
+  std::string skeleton_id;
+  google::protobuf::RepeatedPtrField<v1::JointLimitSpec> limits;
+};
+
+// What an op may name besides the character's skeleton: other skeletons
+// (retarget's source) by content hash (a Solve's skeleton cache) or by
+// registration id (a session's), and a session's limit sets by id
+// (plausibility). An empty function, or a null result, is NOT_FOUND.
+struct RegistryLookup {
   std::function<std::shared_ptr<const Skeleton>(const std::string& hash)>
       by_hash;
   std::function<std::shared_ptr<const Skeleton>(const std::string& id)> by_id;
+  std::function<const RegisteredLimits*(const std::string& id)> limits_by_id;
   // Largest skeleton an op may send inline, in joints.
   int max_joints = kMaxSkeletonJoints;
 };
@@ -164,8 +174,8 @@ struct OpCompileInput {
   // The op's field, which every error starts with, e.g.
   // "register_rig.ops[1].two_bone_ik".
   absl::string_view field;
-  // Null: no other skeletons.
-  const SkeletonLookup* skeletons = nullptr;
+  // Null: nothing to name but the character's skeleton.
+  const RegistryLookup* registry = nullptr;
 };
 
 // An op's field name, e.g. "frame.characters[0]" + ".ops[1].aim_ik", kept

@@ -15,7 +15,7 @@ namespace posewire::server {
 absl::StatusOr<std::shared_ptr<const Plan>> Plan::Compile(
     const Skeleton& skeleton,
     const google::protobuf::RepeatedPtrField<v1::Operation>& ops,
-    OpLimits limits, absl::string_view field, const SkeletonLookup* skeletons) {
+    OpLimits limits, absl::string_view field, const RegistryLookup* registry) {
   auto plan = std::make_shared<Plan>();
   plan->cases_.reserve(ops.size());
   plan->ops_.reserve(ops.size());
@@ -43,7 +43,7 @@ absl::StatusOr<std::shared_ptr<const Plan>> Plan::Compile(
                                                        .op = op,
                                                        .limits = limits,
                                                        .field = op_field,
-                                                       .skeletons = skeletons});
+                                                       .registry = registry});
     if (!compiled.ok()) return compiled.status();
     plan->cases_.push_back(op.op_case());
     plan->suffixes_.push_back(std::move(suffix));

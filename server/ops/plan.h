@@ -23,13 +23,14 @@ class Plan {
  public:
   // Compiles `ops` for `skeleton`. Errors name `field` + ".ops[i].<op>":
   // e.g. "register_rig.ops[2].two_bone_ik.mid_joint: ...". An op this
-  // server does not know (a newer client's) is UNIMPLEMENTED. `skeletons`
-  // (optional) resolves other skeletons ops name (retarget's source).
+  // server does not know (a newer client's) is UNIMPLEMENTED. `registry`
+  // (optional) resolves what ops name by id or hash: other skeletons
+  // (retarget's source) and a session's limit sets (plausibility).
   static absl::StatusOr<std::shared_ptr<const Plan>> Compile(
       const Skeleton& skeleton,
       const google::protobuf::RepeatedPtrField<v1::Operation>& ops,
       OpLimits limits, absl::string_view field,
-      const SkeletonLookup* skeletons = nullptr);
+      const RegistryLookup* registry = nullptr);
 
   int size() const { return static_cast<int>(ops_.size()); }
   v1::Operation::OpCase op_case(int i) const { return cases_[i]; }

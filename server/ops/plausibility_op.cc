@@ -197,13 +197,49 @@ PlausibilityThresholds ThresholdsFromProto(
   return t;
 }
 
+// The op's limits: its own, or the session's limit set it names by
+// limits_id, which must be registered for the rig's skeleton.
+absl::StatusOr<const google::protobuf::RepeatedPtrField<v1::JointLimitSpec>*>
+LimitSpecs(const OpCompileInput& input) {
+  const v1::PlausibilityOp& op = input.op.plausibility();
+  if (op.limits_id().empty()) return &op.limits();
+  const std::string field = absl::StrCat(input.field, ".limits_id");
+  if (!op.limits().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field,
+                     ": set limits_id or limits, not both (limits_id names a "
+                     "registered limit set; limits are sent inline)"));
+  }
+  const RegistryLookup* registry = input.registry;
+  if (registry == nullptr || !registry->limits_by_id) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": '", op.limits_id(),
+        "' names a limit set registered in a Session; outside a Session "
+        "send the limits themselves in limits"));
+  }
+  const RegisteredLimits* set = registry->limits_by_id(op.limits_id());
+  if (set == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat(field, ": no limit set '", op.limits_id(),
+                     "' in this session: register_limits first"));
+  }
+  if (set->skeleton.get() != &input.skeleton) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": limit set '", op.limits_id(), "' is for skeleton '",
+        set->skeleton_id, "', not this rig's skeleton"));
+  }
+  return &set->limits;
+}
+
 CompiledOp Compile(const OpCompileInput& input) {
   const v1::PlausibilityOp& op = input.op.plausibility();
   const Skeleton& skeleton = input.skeleton;
   const int n = skeleton.num_joints();
   PlausibilityRig rig;
-  auto limits = LimitsFromProto(skeleton, op.limits(),
-                                absl::StrCat(input.field, ".limits"));
+  auto specs = LimitSpecs(input);
+  if (!specs.ok()) return specs.status();
+  auto limits =
+      LimitsFromProto(skeleton, **specs, absl::StrCat(input.field, ".limits"));
   if (!limits.ok()) return limits.status();
   rig.limits = *std::move(limits);
   for (const JointLimit& limit : rig.limits) {

@@ -123,7 +123,7 @@ class Retarget final : public PreparedOp {
 
 absl::StatusOr<std::shared_ptr<const Skeleton>> SourceSkeleton(
     const OpCompileInput& input, const v1::RetargetOp& op) {
-  const SkeletonLookup* lookup = input.skeletons;
+  const RegistryLookup* lookup = input.registry;
   switch (op.source_skeleton_case()) {
     case v1::RetargetOp::kSkeleton: {
       auto skeleton = SkeletonFromProto(

@@ -163,10 +163,11 @@ absl::Status BakeRun::CheckAndPrepare(const ServerConfig& config,
   if (!root.ok()) return root.status();
   scratch_.root = *root;
 
-  const SkeletonLookup lookup{
+  const RegistryLookup lookup{
       .by_hash = [&skeletons](
                      const std::string& hash) { return skeletons.Find(hash); },
       .by_id = {},
+      .limits_by_id = {},
       .max_joints = config.max_joints_per_skeleton};
   const OpLimits limits{.max_solver_iterations = config.max_solver_iterations};
   auto plan = skeletons.plans().Get(skeleton_.skeleton, skeleton_.hash,

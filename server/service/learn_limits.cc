@@ -14,7 +14,7 @@ namespace posewire::server {
 namespace {
 
 absl::StatusOr<LearnLimitsOptions> OptionsFromProto(
-    const v1::LearnLimitsOptions& wire) {
+    const v1::LearnLimitsOptions& wire, absl::string_view field) {
   LearnLimitsOptions options;
   switch (wire.kind()) {
     case v1::LIMIT_KIND_EULER:
@@ -24,23 +24,23 @@ absl::StatusOr<LearnLimitsOptions> OptionsFromProto(
       options.type = JointLimitType::kSwingTwist;
       break;
     default:
-      return UnknownEnum("options.kind", wire.kind());
+      return UnknownEnum(absl::StrCat(field, ".kind"), wire.kind());
   }
   if (!v1::EulerOrder_IsValid(wire.euler_order())) {
-    return UnknownEnum("options.euler_order", wire.euler_order());
+    return UnknownEnum(absl::StrCat(field, ".euler_order"), wire.euler_order());
   }
   options.euler_order = EulerOrderFromProto(wire.euler_order());
   if (wire.has_margin()) {
     if (!std::isfinite(wire.margin()) || wire.margin() < 0.0f) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "options.margin: ", wire.margin(), " must be finite and >= 0"));
+          field, ".margin: ", wire.margin(), " must be finite and >= 0"));
     }
     options.margin = wire.margin();
   }
   if (wire.has_min_range()) {
     if (!std::isfinite(wire.min_range()) || wire.min_range() < 0.0f) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "options.min_range: ", wire.min_range(), " must be finite and >= 0"));
+          field, ".min_range: ", wire.min_range(), " must be finite and >= 0"));
     }
     options.min_range = wire.min_range();
   }
@@ -49,33 +49,19 @@ absl::StatusOr<LearnLimitsOptions> OptionsFromProto(
 
 }  // namespace
 
-absl::Status LearnLimits(const v1::LearnLimitsRequest& request,
-                         const ServerConfig& config, SkeletonCache& skeletons,
-                         v1::LearnLimitsResponse* response) {
-  auto options = OptionsFromProto(request.options());
+absl::Status LearnLimitsFromClips(const Skeleton& skeleton,
+                                  absl::Span<const Clip> clips,
+                                  const v1::LearnLimitsOptions& wire_options,
+                                  absl::string_view options_field,
+                                  v1::LearnLimitsResponse* response) {
+  auto options = OptionsFromProto(wire_options, options_field);
   if (!options.ok()) return options.status();
-  auto resolved =
-      ResolveSkeleton(request.skeleton(), config.max_joints_per_skeleton,
-                      skeletons, "skeleton");
-  if (!resolved.ok()) return resolved.status();
-  const Skeleton& skeleton = *resolved->skeleton;
-  if (request.clips().empty()) {
-    return absl::InvalidArgumentError(
-        "clips: at least one clip to learn the limits from");
-  }
-  std::vector<Clip> clips;
-  clips.reserve(request.clips_size());
-  for (int i = 0; i < request.clips_size(); ++i) {
-    auto clip = ClipFromProto(request.clips(i), skeleton,
-                              absl::StrCat("clips[", i, "]"));
-    if (!clip.ok()) return clip.status();
-    clips.push_back(*std::move(clip));
-  }
   std::vector<bool> unlimited(skeleton.num_joints(), false);
-  if (!request.options().limit_root()) unlimited[0] = true;
-  for (int i = 0; i < request.options().unlimited_joints_size(); ++i) {
-    auto joint = JointIndex(skeleton, request.options().unlimited_joints(i),
-                            absl::StrCat("options.unlimited_joints[", i, "]"));
+  if (!wire_options.limit_root()) unlimited[0] = true;
+  for (int i = 0; i < wire_options.unlimited_joints_size(); ++i) {
+    auto joint =
+        JointIndex(skeleton, wire_options.unlimited_joints(i),
+                   absl::StrCat(options_field, ".unlimited_joints[", i, "]"));
     if (!joint.ok()) return joint.status();
     unlimited[*joint] = true;
   }
@@ -95,8 +81,42 @@ absl::Status LearnLimits(const v1::LearnLimitsRequest& request,
   for (int j : learnt->widened_joints) {
     if (!unlimited[j]) response->add_widened_joints(skeleton.joint_name(j));
   }
-  response->set_skeleton_hash(resolved->hash);
   response->set_samples(samples);
+  return absl::OkStatus();
+}
+
+absl::Status LearnLimits(const v1::LearnLimitsRequest& request,
+                         const ServerConfig& config, SkeletonCache& skeletons,
+                         v1::LearnLimitsResponse* response) {
+  // The options first: a bad option is named before the skeleton is
+  // looked up or the clips converted.
+  if (auto options = OptionsFromProto(request.options(), "options");
+      !options.ok()) {
+    return options.status();
+  }
+  auto resolved =
+      ResolveSkeleton(request.skeleton(), config.max_joints_per_skeleton,
+                      skeletons, "skeleton");
+  if (!resolved.ok()) return resolved.status();
+  const Skeleton& skeleton = *resolved->skeleton;
+  if (request.clips().empty()) {
+    return absl::InvalidArgumentError(
+        "clips: at least one clip to learn the limits from");
+  }
+  std::vector<Clip> clips;
+  clips.reserve(request.clips_size());
+  for (int i = 0; i < request.clips_size(); ++i) {
+    auto clip = ClipFromProto(request.clips(i), skeleton,
+                              absl::StrCat("clips[", i, "]"));
+    if (!clip.ok()) return clip.status();
+    clips.push_back(*std::move(clip));
+  }
+  if (absl::Status s = LearnLimitsFromClips(skeleton, clips, request.options(),
+                                            "options", response);
+      !s.ok()) {
+    return s;
+  }
+  response->set_skeleton_hash(resolved->hash);
   return absl::OkStatus();
 }
 

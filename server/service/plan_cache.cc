@@ -24,7 +24,7 @@ std::string Key(absl::string_view skeleton_hash,
 absl::StatusOr<std::shared_ptr<const Plan>> PlanCache::Get(
     std::shared_ptr<const Skeleton> skeleton, absl::string_view skeleton_hash,
     const google::protobuf::RepeatedPtrField<v1::Operation>& ops,
-    OpLimits limits, absl::string_view field, const SkeletonLookup* skeletons) {
+    OpLimits limits, absl::string_view field, const RegistryLookup* registry) {
   std::string key = Key(skeleton_hash, ops);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -36,7 +36,7 @@ absl::StatusOr<std::shared_ptr<const Plan>> PlanCache::Get(
   }
   // Compiled outside the lock: two threads may compile the same plan once
   // each, and the first stored wins; both are the same plan.
-  auto plan = Plan::Compile(*skeleton, ops, limits, field, skeletons);
+  auto plan = Plan::Compile(*skeleton, ops, limits, field, registry);
   if (!plan.ok() || capacity_ <= 0) return plan;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = index_.find(key);

@@ -33,7 +33,7 @@ class PlanCache {
       std::shared_ptr<const Skeleton> skeleton, absl::string_view skeleton_hash,
       const google::protobuf::RepeatedPtrField<v1::Operation>& ops,
       OpLimits limits, absl::string_view field,
-      const SkeletonLookup* skeletons = nullptr);
+      const RegistryLookup* registry = nullptr);
 
   int size() const;
 

@@ -7,7 +7,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/ops/ik_wire.h"
 #include "server/ops/plan.h"
+#include "server/service/learn_limits.h"
 #include "server/service/wire_status.h"
 #include "server/wire/field_name.h"
 #include "server/wire/hitbox_convert.h"
@@ -31,6 +33,8 @@ std::pair<absl::string_view, const std::string*> Registration(
       return {"character", &request.register_character().id()};
     case v1::SessionRequest::kRegisterHitboxes:
       return {"hitboxes", &request.register_hitboxes().id()};
+    case v1::SessionRequest::kRegisterLimits:
+      return {"limits", &request.register_limits().id()};
     default:
       return {"", nullptr};
   }
@@ -147,6 +151,12 @@ void Session::Register(const v1::SessionRequest& request,
       reply("hitboxes", request.register_hitboxes().id());
       status = RegisterHitboxes(request.register_hitboxes());
       break;
+    case v1::SessionRequest::kRegisterLimits:
+      reply("limits", request.register_limits().id());
+      status = RegisterLimits(request.register_limits(),
+                              registered->mutable_learned());
+      if (!status.ok()) registered->clear_learned();
+      break;
     case v1::SessionRequest::kFrame:
     case v1::SessionRequest::kQuery:
     case v1::SessionRequest::kSnapshot:
@@ -156,8 +166,8 @@ void Session::Register(const v1::SessionRequest& request,
       reply("", "");
       status = absl::InvalidArgumentError(
           "empty SessionRequest: set register_skeleton, register_clip, "
-          "register_rig, register_character, register_hitboxes, frame, "
-          "query, snapshot or resume");
+          "register_rig, register_character, register_hitboxes, "
+          "register_limits, frame, query, snapshot or resume");
       break;
   }
   if (!status.ok()) ++stats_.errors;
@@ -273,6 +283,71 @@ absl::Status Session::RegisterCharacter(const v1::RegisterCharacter& message) {
                               .rig = rig->second,
                               .state = {},
                               .history = PoseHistory(config_.history_frames)});
+  ++objects_;
+  return absl::OkStatus();
+}
+
+absl::Status Session::RegisterLimits(const v1::RegisterLimits& message,
+                                     v1::LearnLimitsResponse* learned) {
+  if (absl::Status s = CheckNewId(limit_sets_, "limits", message.id());
+      !s.ok()) {
+    return s;
+  }
+  auto entry = skeletons_.find(message.skeleton_id());
+  if (entry == skeletons_.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "register_limits.skeleton_id: no skeleton '", message.skeleton_id(),
+        "' in this session: register it first"));
+  }
+  const bool learn = !message.learn_from_clips().empty();
+  if (learn == !message.limits().empty()) {
+    return absl::InvalidArgumentError(
+        "register_limits: set exactly one of limits (the limits themselves) "
+        "and learn_from_clips (ids of this session's clips to learn them "
+        "from)");
+  }
+  if (!learn && message.has_learn_options()) {
+    return absl::InvalidArgumentError(
+        "register_limits.learn_options: only with learn_from_clips");
+  }
+  const Skeleton& skeleton = *entry->second.skeleton;
+  RegisteredLimits set{.skeleton = entry->second.skeleton,
+                       .skeleton_id = message.skeleton_id(),
+                       .limits = {}};
+  if (learn) {
+    ClipLibrary& library = *entry->second.clips;
+    std::vector<Clip> clips;
+    clips.reserve(message.learn_from_clips_size());
+    for (int i = 0; i < message.learn_from_clips_size(); ++i) {
+      auto index = library.Find(
+          message.learn_from_clips(i),
+          absl::StrCat("register_limits.learn_from_clips[", i, "]"));
+      if (!index.ok()) {
+        return absl::Status(
+            index.status().code(),
+            absl::StrCat(index.status().message(), " registered for skeleton '",
+                         message.skeleton_id(), "'"));
+      }
+      clips.push_back(library.clips()[*index]);
+    }
+    if (absl::Status s =
+            LearnLimitsFromClips(skeleton, clips, message.learn_options(),
+                                 "register_limits.learn_options", learned);
+        !s.ok()) {
+      return s;
+    }
+    learned->set_skeleton_hash(SkeletonHash(skeleton));
+    set.limits = learned->limits();
+  } else {
+    // Checked now, so a rig naming the set compiles it without surprises.
+    if (auto limits = LimitsFromProto(skeleton, message.limits(),
+                                      "register_limits.limits");
+        !limits.ok()) {
+      return limits.status();
+    }
+    set.limits = message.limits();
+  }
+  limit_sets_.emplace(message.id(), std::move(set));
   ++objects_;
   return absl::OkStatus();
 }

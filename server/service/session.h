@@ -50,6 +50,11 @@ class Session {
                                  ? std::shared_ptr<const Skeleton>()
                                  : it->second.skeleton;
                     },
+                .limits_by_id =
+                    [this](const std::string& id) -> const RegisteredLimits* {
+                  auto it = limit_sets_.find(id);
+                  return it == limit_sets_.end() ? nullptr : &it->second;
+                },
                 .max_joints = config.max_joints_per_skeleton} {}
   // Not copied or moved: lookup_ refers to this session's skeletons.
   Session(const Session&) = delete;
@@ -148,6 +153,9 @@ class Session {
   absl::Status RegisterRig(const v1::RegisterRig& message);
   absl::Status RegisterCharacter(const v1::RegisterCharacter& message);
   absl::Status RegisterHitboxes(const v1::RegisterHitboxes& message);
+  // Learnt limits (learn_from_clips) are also written to `learned`.
+  absl::Status RegisterLimits(const v1::RegisterLimits& message,
+                              v1::LearnLimitsResponse* learned);
   // Checks the per-session object limit and that `id` is new in `kind`.
   template <typename Map>
   absl::Status CheckNewId(const Map& map, absl::string_view kind,
@@ -164,8 +172,9 @@ class Session {
 
   const ServerConfig& config_;
   OperationTimingsSink* metrics_;
-  // Skeletons a retarget op names as its source, by registration id.
-  const SkeletonLookup lookup_;
+  // What ops name by registration id: a retarget's source skeleton, a
+  // plausibility op's limit set.
+  const RegistryLookup lookup_;
   SessionStats stats_;
   int objects_ = 0;
   // Wire bytes of the registrations held, against max_session_bytes: the
@@ -182,7 +191,9 @@ class Session {
   absl::flat_hash_map<std::string, std::shared_ptr<const Rig>> rigs_;
   absl::flat_hash_map<std::string, Character> characters_;
   absl::flat_hash_map<std::string, HitboxSet> hitbox_sets_;
-  // Skeletons, clips, rigs and hitbox sets in the order registered, with
+  absl::flat_hash_map<std::string, RegisteredLimits> limit_sets_;
+  // Skeletons, clips, rigs, hitbox sets and limit sets in the order
+  // registered, with
   // their content hashes: what a snapshot refers to.
   std::vector<v1::SnapshotRegistration> registrations_;
   std::optional<PendingResume> resume_;

@@ -27,6 +27,8 @@ const google::protobuf::MessageLite& RegistrationMessage(
       return request.register_rig();
     case v1::SessionRequest::kRegisterHitboxes:
       return request.register_hitboxes();
+    case v1::SessionRequest::kRegisterLimits:
+      return request.register_limits();
     default:
       return request.register_character();
   }
@@ -69,7 +71,7 @@ absl::Status CheckContent(const v1::SnapshotContent& content, int max_objects) {
     const std::string where =
         absl::StrCat("resume.snapshot.registrations[", i, "]");
     if (r.kind() != "skeleton" && r.kind() != "clip" && r.kind() != "rig" &&
-        r.kind() != "hitboxes") {
+        r.kind() != "hitboxes" && r.kind() != "limits") {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ".kind: '", r.kind(), "' is not a kind of ",
                        "registration a snapshot holds"));
@@ -338,6 +340,7 @@ absl::Status Session::FinishResume() {
 void Session::Clear() {
   characters_.clear();
   hitbox_sets_.clear();
+  limit_sets_.clear();
   rigs_.clear();
   skeletons_.clear();
   registrations_.clear();

@@ -43,10 +43,11 @@ absl::Status SolveCharacters(const v1::SolveRequest& request,
   const OpLimits limits{.max_solver_iterations = config.max_solver_iterations};
   CharacterScratch scratch;  // every character's poses on the way
   // Other skeletons ops name (retarget's source), by content hash.
-  const SkeletonLookup lookup{
+  const RegistryLookup lookup{
       .by_hash = [&skeletons](
                      const std::string& hash) { return skeletons.Find(hash); },
       .by_id = {},
+      .limits_by_id = {},
       .max_joints = config.max_joints_per_skeleton};
 
   for (int c = 0; c < request.characters_size(); ++c) {

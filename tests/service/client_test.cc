@@ -23,6 +23,14 @@ class ClientTest : public ServiceTest {
     return std::make_unique<client::Client>(channel_, client::ClientOptions{});
   }
 
+  // A client of another server (a replica the test started).
+  static client::Client ClientOf(const PosewireServer& server) {
+    return client::Client(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", server.port()),
+                            grpc::InsecureChannelCredentials()),
+        client::ClientOptions{});
+  }
+
   // A session with the walk's skeleton "cmu" and clip "walk" registered;
   // null (and a test failure) if that fails.
   static std::unique_ptr<client::Session> OpenWalkSession(
@@ -306,10 +314,7 @@ TEST_F(ClientTest, Session_ResumesOnAnotherServerFromItsLatestSnapshot) {
   }
   EXPECT_TRUE((*session)->Close().ok());
 
-  client::Client other(
-      grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*replica)->port()),
-                          grpc::InsecureChannelCredentials()),
-      client::ClientOptions{});
+  client::Client other = ClientOf(**replica);
   auto resumed = other.ResumeSession(point);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   for (uint64_t s = 5; s <= 6; ++s) {
@@ -325,6 +330,70 @@ TEST_F(ClientTest, Session_ResumesOnAnotherServerFromItsLatestSnapshot) {
   auto refused = other.ResumeSession(damaged);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(refused.status().message(), HasSubstr("resume.snapshot"));
+  EXPECT_TRUE((*resumed)->Close().ok());
+}
+
+// Limits learnt from the session's clip and a referee rig naming them by
+// id: after a resume on another server (the registrations resent by the
+// client, the limits learnt again there), the reports are the same.
+TEST_F(ClientTest, Session_LearnsLimitsFromItsClipsAndResumesWithThem) {
+  auto replica = PosewireServer::Start(config_);
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  auto client = Connect();
+  std::unique_ptr<client::Session> session = OpenWalkSession(*client);
+  ASSERT_NE(session, nullptr);
+  auto learnt = session->LearnLimits("walk_limits", "cmu", {"walk"});
+  ASSERT_TRUE(learnt.ok()) << learnt.status();
+  EXPECT_GT(learnt->limits_size(), 20);
+  google::protobuf::RepeatedPtrField<v1::Operation> ops;
+  ops.Add()->mutable_plausibility()->set_limits_id("walk_limits");
+  ASSERT_TRUE(session->RegisterRig("referee", "cmu", ops).ok());
+  ASSERT_TRUE(session->RegisterCharacter("claimant", "referee").ok());
+  // An unknown clip is the server's NOT_FOUND, and nothing is kept.
+  auto unknown = session->LearnLimits("run_limits", "cmu", {"run"});
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(unknown.status().message(),
+              HasSubstr("register_limits.learn_from_clips[0]: no clip named "
+                        "'run'"));
+  ASSERT_TRUE(session->Snapshot().ok());
+  const client::ResumePoint point = session->latest_resume_point();
+  // Skeleton, clip, limits and rig.
+  EXPECT_EQ(point.registrations.size(), 4u);
+
+  // The walk's left knee: in range, then bent far past it.
+  auto frame = [](uint64_t sequence, float knee_angle) {
+    v1::Frame f;
+    f.set_sequence(sequence);
+    f.set_dt(0.0f);  // ranges only
+    v1::CharacterFrame* c = f.add_characters();
+    c->set_character_id("claimant");
+    LocalPose pose = SampleWalk(1.0f);
+    const int knee = Walk().skeleton.FindJoint("LeftKnee");
+    pose[knee].rotation = Walk().skeleton.rest_pose()[knee].rotation *
+                          Eigen::Quaternionf(Eigen::AngleAxisf(
+                              knee_angle, Eigen::Vector3f::UnitX()));
+    PoseToProto(pose, c->mutable_pose());
+    return f;
+  };
+  std::vector<v1::FrameResult> first;
+  for (uint64_t s = 1; s <= 2; ++s) {
+    auto result = session->SendFrame(frame(s, s == 1 ? 0.3f : 3.0f));
+    ASSERT_TRUE(result.ok()) << result.status();
+    first.push_back(*result);
+  }
+  EXPECT_TRUE(first[0].characters(0).ops(0).plausibility().plausible());
+  EXPECT_FALSE(first[1].characters(0).ops(0).plausibility().plausible());
+  EXPECT_TRUE(session->Close().ok());
+
+  client::Client other = ClientOf(**replica);
+  auto resumed = other.ResumeSession(point);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  for (uint64_t s = 1; s <= 2; ++s) {
+    auto result = (*resumed)->SendFrame(frame(s, s == 1 ? 0.3f : 3.0f));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->characters(0).ops(0).SerializeAsString(),
+              first[s - 1].characters(0).ops(0).SerializeAsString());
+  }
   EXPECT_TRUE((*resumed)->Close().ok());
 }
 

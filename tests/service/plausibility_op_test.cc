@@ -519,6 +519,179 @@ TEST_F(LearnLimitsTest, LearnLimits_SentBackAsAPlausibilityOpsLimits) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// A knee bent 0.7 rad past the x range of `limits`' LeftKnee limit, on
+// the last of `claims`.
+void BendKneePastItsLimit(
+    const google::protobuf::RepeatedPtrField<v1::JointLimitSpec>& limits,
+    std::vector<Claim>& claims) {
+  const int knee = Joint("LeftKnee");
+  for (const v1::JointLimitSpec& s : limits) {
+    if (s.joint() != "LeftKnee") continue;
+    claims.back().pose[knee].rotation =
+        Walk().skeleton.rest_pose()[knee].rotation *
+        Eigen::Quaternionf(Eigen::AngleAxisf(s.euler().max().x() + 0.7f,
+                                             Eigen::Vector3f::UnitX()));
+    return;
+  }
+  ADD_FAILURE() << "no LeftKnee limit";
+}
+
+v1::SessionRequest RegisterLimitsRequest(const std::string& id) {
+  v1::SessionRequest r;
+  v1::RegisterLimits* limits = r.mutable_register_limits();
+  limits->set_id(id);
+  limits->set_skeleton_id("cmu");
+  limits->add_learn_from_clips("walk");
+  limits->mutable_learn_options()->set_margin(10.0f * 3.14159265f / 180.0f);
+  return r;
+}
+
+v1::SessionRequest RegisterRigRequest(const std::string& id,
+                                      const std::string& skeleton_id,
+                                      const v1::PlausibilityOp& op) {
+  v1::SessionRequest r;
+  r.mutable_register_rig()->set_id(id);
+  r.mutable_register_rig()->set_skeleton_id(skeleton_id);
+  *r.mutable_register_rig()->add_ops()->mutable_plausibility() = op;
+  return r;
+}
+
+// Limits learnt from a Session's own clips are LearnLimits' answer, bit for
+// bit; a rig naming them by id reports exactly what a rig carrying them
+// inline reports.
+TEST_F(LearnLimitsTest, SessionLimits_LearntFromSessionClipsAsLearnLimitsDoes) {
+  v1::LearnLimitsRequest unary = WalkRequest();
+  unary.mutable_options()->set_margin(10.0f * 3.14159265f / 180.0f);
+  absl::StatusOr<v1::LearnLimitsResponse> expected = Learn(unary);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  grpc::ClientContext context;
+  std::unique_ptr<SessionStream> stream = stub_->Session(&context);
+  RegisterWalk(*stream);
+  const v1::SessionResponse registered =
+      RoundTrip(*stream, RegisterLimitsRequest("walk_limits"));
+  ExpectRegistered(registered);
+  EXPECT_EQ(registered.registered().kind(), "limits");
+  EXPECT_EQ(registered.registered().learned().SerializeAsString(),
+            expected->SerializeAsString());
+
+  v1::PlausibilityOp by_id;
+  by_id.set_limits_id("walk_limits");
+  v1::PlausibilityOp inline_limits;
+  *inline_limits.mutable_limits() = expected->limits();
+  ExpectRegistered(
+      RoundTrip(*stream, RegisterRigRequest("by_id", "cmu", by_id)));
+  ExpectRegistered(
+      RoundTrip(*stream, RegisterRigRequest("inline", "cmu", inline_limits)));
+  for (const char* character : {"a", "b"}) {
+    v1::SessionRequest r;
+    r.mutable_register_character()->set_id(character);
+    r.mutable_register_character()->set_rig_id(character[0] == 'a' ? "by_id"
+                                                                   : "inline");
+    ExpectRegistered(RoundTrip(*stream, r));
+  }
+
+  std::vector<Claim> claims = Claims(30, false);
+  BendKneePastItsLimit(expected->limits(), claims);
+  for (size_t f = 0; f < claims.size(); ++f) {
+    v1::SessionRequest frame;
+    frame.mutable_frame()->set_sequence(f + 1);
+    frame.mutable_frame()->set_dt(kDt);
+    AddClaim(frame, claims[f])->set_character_id("a");
+    AddClaim(frame, claims[f])->set_character_id("b");
+    const v1::SessionResponse response = RoundTrip(*stream, frame);
+    ASSERT_EQ(response.frame().characters_size(), 2);
+    const v1::OperationResult& a = response.frame().characters(0).ops(0);
+    const v1::OperationResult& b = response.frame().characters(1).ops(0);
+    EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString()) << "frame " << f;
+    if (f + 1 < claims.size()) {
+      EXPECT_TRUE(a.plausibility().plausible())
+          << "frame " << f << ": "
+          << ::testing::PrintToString(Named(a.plausibility()));
+    } else {
+      EXPECT_THAT(
+          Named(a.plausibility()),
+          ::testing::Contains("PLAUSIBILITY_CHECK_RANGE_OF_MOTION LeftKnee"));
+    }
+  }
+  // Per-frame ops name the set too.
+  v1::SessionRequest frame;
+  frame.mutable_frame()->set_sequence(claims.size() + 1);
+  v1::CharacterFrame* c = AddClaim(frame, claims.back());
+  c->set_character_id("b");
+  *c->add_ops()->mutable_plausibility() = by_id;
+  const v1::SessionResponse response = RoundTrip(*stream, frame);
+  ASSERT_EQ(response.frame().characters_size(), 1);
+  EXPECT_THAT(
+      Named(response.frame().characters(0).ops(0).plausibility()),
+      ::testing::Contains("PLAUSIBILITY_CHECK_RANGE_OF_MOTION LeftKnee"));
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(LearnLimitsTest,
+       SessionLimits_BadInputNamesTheFieldAndTheSessionGoesOn) {
+  grpc::ClientContext context;
+  std::unique_ptr<SessionStream> stream = stub_->Session(&context);
+  RegisterWalk(*stream);
+  // The same skeleton under a second id: limits are per registered
+  // skeleton.
+  v1::SessionRequest other;
+  other.mutable_register_skeleton()->set_id("other");
+  *other.mutable_register_skeleton()->mutable_skeleton() = WalkSkeleton();
+  ExpectRegistered(RoundTrip(*stream, other));
+  const v1::SessionResponse learnt =
+      RoundTrip(*stream, RegisterLimitsRequest("walk_limits"));
+  ExpectRegistered(learnt);
+
+  ExpectRegistered(RoundTrip(*stream, RegisterLimitsRequest("walk_limits")),
+                   grpc::StatusCode::ALREADY_EXISTS);
+  // Both sources.
+  v1::SessionRequest both = RegisterLimitsRequest("both");
+  *both.mutable_register_limits()->mutable_limits() =
+      learnt.registered().learned().limits();
+  const v1::SessionResponse refused = RoundTrip(*stream, both);
+  ExpectRegistered(refused, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.registered().status().message(),
+              HasSubstr("register_limits: set exactly one of limits"));
+  EXPECT_FALSE(refused.registered().has_learned());
+  // Limits sent with learn options.
+  v1::SessionRequest sent = both;
+  sent.mutable_register_limits()->clear_learn_from_clips();
+  EXPECT_THAT(RoundTrip(*stream, sent).registered().status().message(),
+              HasSubstr("register_limits.learn_options: only with "
+                        "learn_from_clips"));
+  // The sent limits, alone, register.
+  sent.mutable_register_limits()->clear_learn_options();
+  sent.mutable_register_limits()->set_id("sent");
+  ExpectRegistered(RoundTrip(*stream, sent));
+
+  v1::PlausibilityOp op;
+  op.set_limits_id("walk_limits");
+  const v1::SessionResponse wrong_skeleton =
+      RoundTrip(*stream, RegisterRigRequest("r1", "other", op));
+  ExpectRegistered(wrong_skeleton, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(wrong_skeleton.registered().status().message(),
+              HasSubstr("register_rig.ops[0].plausibility.limits_id: limit set "
+                        "'walk_limits' is for skeleton 'cmu', not this rig's "
+                        "skeleton"));
+  *op.add_limits() = learnt.registered().learned().limits(0);
+  const v1::SessionResponse id_and_limits =
+      RoundTrip(*stream, RegisterRigRequest("r2", "cmu", op));
+  ExpectRegistered(id_and_limits, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(id_and_limits.registered().status().message(),
+              HasSubstr("limits_id: set limits_id or limits, not both"));
+
+  // Nothing refused was kept; what was accepted works.
+  op.clear_limits();
+  ExpectRegistered(RoundTrip(*stream, RegisterRigRequest("r3", "cmu", op)));
+  op.set_limits_id("both");
+  ExpectRegistered(RoundTrip(*stream, RegisterRigRequest("r4", "cmu", op)),
+                   grpc::StatusCode::NOT_FOUND);
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
 TEST_F(LearnLimitsTest, LearnLimits_BadInputNamesTheField) {
   v1::LearnLimitsRequest request = WalkRequest();
   request.clear_clips();

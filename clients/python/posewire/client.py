@@ -267,7 +267,8 @@ def _request_key(request):
     if which == "register_clip":
         return _registration_key("clip", request.register_clip.skeleton_id,
                                  request.register_clip.id)
-    if which in ("register_skeleton", "register_rig", "register_hitboxes"):
+    if which in ("register_skeleton", "register_rig", "register_hitboxes",
+                 "register_limits"):
         return _registration_key(which[len("register_"):], "",
                                  getattr(request, which).id)
     return None
@@ -626,6 +627,28 @@ class Session:
         return self._register("hitboxes", pb.SessionRequest(
             register_hitboxes=pb.RegisterHitboxes(
                 id=set_id, skeleton_id=skeleton_id, hitboxes=list(hitboxes))))
+
+    def register_limits(self, limits_id, skeleton_id, limits):
+        """A limit set for the rigs of the registered skeleton, which
+        plausibility ops name by limits_id (plausibility_op(limits_id=...)).
+        limits: posewire.v1.JointLimitSpec messages, e.g. kept from an
+        earlier learn_limits."""
+        return self._register("limits", pb.SessionRequest(
+            register_limits=pb.RegisterLimits(
+                id=limits_id, skeleton_id=skeleton_id, limits=list(limits))))
+
+    def learn_limits(self, limits_id, skeleton_id, clip_ids, **options):
+        """Learns a limit set on the server from clips this session
+        registered for the skeleton (clip_ids) and registers it as
+        limits_id. options: LearnLimitsOptions fields (margin, min_range,
+        kind, euler_order, unlimited_joints, limit_root). Returns the
+        posewire.v1.LearnLimitsResponse (the limits, to keep and send back
+        with register_limits or plausibility_op(limits=...))."""
+        request = pb.SessionRequest(register_limits=pb.RegisterLimits(
+            id=limits_id, skeleton_id=skeleton_id,
+            learn_from_clips=list(clip_ids),
+            learn_options=pb.LearnLimitsOptions(**options)))
+        return self._register("limits", request).learned
 
     def query(self, targets, rays=(), spheres=(), time=None, want_poses=False):
         """Rewinds characters and casts rays and spheres at their hitboxes;

@@ -36,11 +36,13 @@ def plausibility_op(limits: Iterable = (), *, thresholds: Optional[dict] = None,
                     skip_extremities: Optional[bool] = None,
                     skip_bones_near_root: Optional[bool] = None,
                     rig_size: Optional[float] = None,
-                    state_key: str = ""):
+                    state_key: str = "", limits_id: str = ""):
     """A posewire.v1.Operation with a plausibility op.
 
     limits: posewire.v1.JointLimitSpec messages (e.g. learnt ones) for the
       range-of-motion check; none: no range check.
+    limits_id: instead of limits, a limit set the Session registered for
+      the rig's skeleton (Session.register_limits or learn_limits).
     thresholds: PlausibilityThresholds fields by name, e.g.
       {"max_root_speed": 9.0}; the rest keep the documented defaults.
     skip: (joint, checks) pairs, checks a set of "range", "motion", "bone".
@@ -48,7 +50,8 @@ def plausibility_op(limits: Iterable = (), *, thresholds: Optional[dict] = None,
     server's default.
     """
     op = operations_pb2.PlausibilityOp(limits=list(limits),
-                                       state_key=state_key)
+                                       state_key=state_key,
+                                       limits_id=limits_id)
     known = op.thresholds.DESCRIPTOR.fields_by_name
     for name, value in (thresholds or {}).items():
         if name not in known:

@@ -647,6 +647,36 @@ class PlausibilityTest(unittest.TestCase):
             self.client.learn_limits(LEG, [])
         self.assertIn("at least one clip", str(raised.exception))
 
+    def test_limits_learnt_in_a_session_are_named_by_rigs(self):
+        with self.client.session() as session:
+            session.register_skeleton("leg", LEG)
+            session.register_clip("bend", "leg", BEND_CLIP)
+            learnt = session.learn_limits("leg_limits", "leg", ["bend"])
+            # The same limits as the unary call, bit for bit.
+            self.assertEqual(
+                learnt.SerializeToString(),
+                self.client.learn_limits(LEG, [BEND_CLIP]).SerializeToString())
+            session.register_rig("referee", "leg", [
+                posewire.plausibility_op(limits_id="leg_limits")])
+            session.register_character("claimant", "referee")
+            pose = types.Pose(transforms=list(LEG.rest_pose))
+            pose.transforms[13:17] = posewire.axis_angle((1, 0, 0), -30)
+            result = session.frame([pb.CharacterFrame(
+                character_id="claimant", pose=pose)])
+            found = posewire.violations(result.characters[0].ops[0])
+            self.assertEqual([(v.check, v.joint) for v in found],
+                             [("range_of_motion", "knee")])
+            # Sent back as a set of its own.
+            session.register_limits("kept", "leg", learnt.limits)
+            with self.assertRaises(posewire.PosewireError) as raised:
+                session.learn_limits("run_limits", "leg", ["run"])
+            self.assertIn("register_limits.learn_from_clips[0]: no clip "
+                          "named 'run'", str(raised.exception))
+            with self.assertRaises(posewire.PosewireError) as raised:
+                session.register_rig("ghost", "leg", [
+                    posewire.plausibility_op(limits_id="ghost")])
+            self.assertIn("no limit set 'ghost'", str(raised.exception))
+
     def test_helper_refuses_unknown_thresholds_and_checks(self):
         with self.assertRaises(ValueError):
             posewire.plausibility_op(thresholds={"max_speed": 1})

@@ -25,6 +25,30 @@ v1::SessionRequest Hitboxes(
   return request;
 }
 
+// Registers limit set "walk_limits" for skeleton "cmu", learnt from the
+// session's clip "walk", with `edit` applied.
+v1::SessionRequest Limits(
+    const std::function<void(v1::RegisterLimits&)>& edit = {}) {
+  v1::SessionRequest request;
+  v1::RegisterLimits* set = request.mutable_register_limits();
+  set->set_id("walk_limits");
+  set->set_skeleton_id("cmu");
+  set->add_learn_from_clips("walk");
+  if (edit) edit(*set);
+  return request;
+}
+
+// Registers rig "referee" on "cmu": one plausibility op naming limit set
+// `limits_id`.
+v1::SessionRequest RefereeRig(const std::string& limits_id) {
+  v1::SessionRequest request;
+  v1::RegisterRig* rig = request.mutable_register_rig();
+  rig->set_id("referee");
+  rig->set_skeleton_id("cmu");
+  rig->add_ops()->mutable_plausibility()->set_limits_id(limits_id);
+  return request;
+}
+
 v1::SessionRequest TimedFrame(uint64_t sequence, double time) {
   v1::SessionRequest request = FrameFor(sequence, "hero");
   request.mutable_frame()->set_time(time);
@@ -158,6 +182,64 @@ std::vector<BadInput> RefereeRows() {
       },
       StatusCode::INVALID_ARGUMENT,
       "characters[0].ops[0].plausibility.limits[0].euler.min"));
+  add(SolveRow(
+      "plausibility_limits_id_in_solve",
+      "plausibility limits_id 'walk_limits' in a Solve (no session)",
+      [](auto& r) { Plausibility(r)->set_limits_id("walk_limits"); },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].plausibility.limits_id: 'walk_limits' names a "
+      "limit set registered in a Session; outside a Session send the limits "
+      "themselves in limits"));
+  add(SessionRow(
+      "limits_learn_unknown_clip",
+      "limits learnt from clip 'run', not registered",
+      [] {
+        return std::vector<v1::SessionRequest>{Limits(
+            [](v1::RegisterLimits& l) { l.set_learn_from_clips(0, "run"); })};
+      },
+      StatusCode::NOT_FOUND,
+      "register_limits.learn_from_clips[0]: no clip named 'run' registered "
+      "for skeleton 'cmu'"));
+  add(SessionRow(
+      "limits_no_source", "a limit set with neither limits nor clips",
+      [] {
+        return std::vector<v1::SessionRequest>{
+            Limits([](v1::RegisterLimits& l) { l.clear_learn_from_clips(); })};
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "register_limits: set exactly one of limits (the limits themselves) "
+      "and learn_from_clips"));
+  add(SessionRow(
+      "limits_learn_margin_negative", "limits learnt with margin -1",
+      [] {
+        return std::vector<v1::SessionRequest>{
+            Limits([](v1::RegisterLimits& l) {
+              l.mutable_learn_options()->set_margin(-1.0f);
+            })};
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "register_limits.learn_options.margin: -1 must be finite and >= 0"));
+  add(SessionRow(
+      "limits_sent_missing_joint", "a limit set sent with a limit on 'Tail'",
+      [] {
+        return std::vector<v1::SessionRequest>{
+            Limits([](v1::RegisterLimits& l) {
+              l.clear_learn_from_clips();
+              v1::JointLimitSpec* limit = l.add_limits();
+              limit->set_joint("Tail");
+              *limit->mutable_euler()->mutable_max() = Vec(1, 1, 1);
+            })};
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "register_limits.limits[0].joint: no joint named 'Tail'"));
+  add(SessionRow(
+      "limits_id_unknown", "a plausibility rig naming limit set 'ghost'",
+      [] {
+        return std::vector<v1::SessionRequest>{Limits(), RefereeRig("ghost")};
+      },
+      StatusCode::NOT_FOUND,
+      "register_rig.ops[0].plausibility.limits_id: no limit set 'ghost' in "
+      "this session: register_limits first"));
   add(SolveRow(
       "plausibility_state_three_frames", "plausibility state of 3 frames",
       [](auto& r) { PlausibilityWithState(r, 3); },

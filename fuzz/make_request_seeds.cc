@@ -172,8 +172,9 @@ class SeedWriter {
     Emit(out_ / "solve_fuzzer" / (name + ".pb"), request.SerializeAsString());
   }
 
-  // A session: register skeleton, clip, a rig running `ops`, two
-  // characters, then `frames` frames; every answer must be OK.
+  // A session: register skeleton, clip, a limit set learnt from the clip,
+  // a rig running `ops`, two characters, then `frames` frames; every
+  // answer must be OK.
   void Session(const std::string& name, const std::vector<std::string>& ops,
                int frames) {
     std::vector<v1::SessionRequest> stream;
@@ -185,6 +186,12 @@ class SeedWriter {
     r.mutable_register_clip()->set_id("walk");
     r.mutable_register_clip()->set_skeleton_id("cmu");
     *r.mutable_register_clip()->mutable_clip() = clip_;
+    stream.push_back(r);
+    // A limit set learnt from the clip, for plausibility ops' limits_id.
+    r.Clear();
+    r.mutable_register_limits()->set_id("walk_limits");
+    r.mutable_register_limits()->set_skeleton_id("cmu");
+    r.mutable_register_limits()->add_learn_from_clips("walk");
     stream.push_back(r);
     r.Clear();
     r.mutable_register_rig()->set_id("rig");
@@ -318,6 +325,8 @@ int Main(int argc, char** argv) {
   for (const auto& [name, text] : ops) seeds.Session(name, {text}, 3);
   seeds.Session("all_ops", all, 2);
   seeds.Session("no_ops", {}, 2);
+  seeds.Session("plausibility_limits_id",
+                {"plausibility { limits_id: \"walk_limits\" }"}, 3);
 
   std::printf("%d seeds written, %d rejected\n", seeds.written(),
               seeds.failures());

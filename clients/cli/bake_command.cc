@@ -61,10 +61,11 @@ void AddTips(const ImportedAsset& asset,
 // (the request's); its time follows the frames (timed_ops). End sites are
 // the tips of limbs whose end joint a rig lacks.
 void AddRetarget(const ImportedAsset& source, const Clip& clip, bool loop,
-                 bool lock_feet, const ImportedAsset& target,
+                 const BakeOptions& options, const ImportedAsset& target,
                  v1::BakeRequest& request) {
   v1::RetargetOp* op = request.add_ops()->mutable_retarget();
-  if (lock_feet) op->mutable_feet()->set_lock_contacts(true);
+  if (options.lock_feet) op->mutable_feet()->set_lock_contacts(true);
+  if (options.match_hands) op->mutable_hands()->set_match_source(true);
   AddTips(source, op->mutable_source_tips());
   AddTips(target, op->mutable_target_tips());
   server::SkeletonToProto(source.skeleton, op->mutable_skeleton());
@@ -152,8 +153,7 @@ int RunBake(client::Client& client, const BakeOptions& options) {
   if (target.has_value()) {
     // The clip belongs to the source skeleton: the retarget op plays it,
     // and the bake needs a frame count since it has no source clip.
-    AddRetarget(*source, clip, options.loop, options.lock_feet, *target,
-                request);
+    AddRetarget(*source, clip, options.loop, options, *target, request);
     const int64_t whole = WholeClipFrames(clip, options.start, fps);
     if (!options.frame_count.has_value() && whole == 0) {
       return Fail(

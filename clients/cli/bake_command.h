@@ -38,6 +38,9 @@ struct BakeOptions {
   // retarget: hold the feet where the source's are planted (the retarget
   // op's feet pass) instead of letting them slide.
   bool lock_feet = false;
+  // retarget: put the hands where the scaled source puts them (the retarget
+  // op's hands pass).
+  bool match_hands = false;
 };
 
 // Returns the process exit code: 0 written, 1 failed (the server's or the

@@ -118,6 +118,9 @@ ABSL_FLAG(std::string, to, "",
 ABSL_FLAG(bool, lock_feet, false,
           "retarget: hold the feet where the source's are planted, so they "
           "do not slide.");
+ABSL_FLAG(bool, match_hands, false,
+          "retarget: put the hands where the scaled source puts them (the "
+          "arms bend to reach).");
 
 namespace {
 
@@ -437,8 +440,11 @@ int Bake(const std::vector<char*>& args, bool retarget) {
   options.out = absl::GetFlag(FLAGS_out);
   options.to = absl::GetFlag(FLAGS_to);
   options.lock_feet = absl::GetFlag(FLAGS_lock_feet);
-  if (!retarget && options.lock_feet) {
-    return Fail("bake takes no --lock_feet (posewire retarget does)", 2);
+  options.match_hands = absl::GetFlag(FLAGS_match_hands);
+  if (!retarget && (options.lock_feet || options.match_hands)) {
+    return Fail(
+        "bake takes no --lock_feet or --match_hands (posewire retarget does)",
+        2);
   }
   if (retarget && options.to.empty()) {
     return Fail("retarget needs --to=RIG, the rig to play the clip onto", 2);

@@ -2,7 +2,8 @@
 // chains (solver_core/retarget/retarget.h). The map is compiled with the
 // op; a frame samples the source clip (or takes the source pose) and runs
 // the job, then the feet pass (retarget_feet.h) when the op asks for it,
-// its state kept under the op's state_key.
+// its state kept under the op's state_key, then the hands pass
+// (retarget_hands.h) when asked.
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "solver_core/pose_ops/sampling_job.h"
 #include "solver_core/retarget/retarget.h"
 #include "solver_core/retarget/retarget_feet.h"
+#include "solver_core/retarget/retarget_hands.h"
 
 namespace posewire::server {
 namespace {
@@ -38,6 +40,11 @@ struct FeetPass {
   std::string key;
 };
 
+struct HandsPass {
+  RetargetHands hands;
+  RetargetHandsOptions options;
+};
+
 struct SourceClip {
   Clip clip;
   float time = 0.0f;
@@ -49,12 +56,13 @@ class Retarget final : public PreparedOp {
  public:
   Retarget(std::shared_ptr<const Skeleton> source, RetargetMap map,
            std::optional<SourceClip> clip, LocalPose pose,
-           std::optional<FeetPass> feet)
+           std::optional<FeetPass> feet, std::optional<HandsPass> hands)
       : source_(std::move(source)),
         map_(std::move(map)),
         clip_(std::move(clip)),
         pose_(std::move(pose)),
-        feet_(std::move(feet)) {}
+        feet_(std::move(feet)),
+        hands_(std::move(hands)) {}
 
   absl::Status Run(OpFrame& frame) const override {
     // One buffer per thread: its capacity survives, so a steady stream of
@@ -90,9 +98,28 @@ class Retarget final : public PreparedOp {
                    static_cast<size_t>(frame.skeleton.num_joints()));
     job.scratch = absl::MakeSpan(scratch);
     // Joined only for an error.
-    if (absl::Status s = job.Run(); !s.ok() || !feet_.has_value()) {
+    if (absl::Status s = job.Run(); !s.ok()) {
       return Joined(frame.field.str(), s);
     }
+    if (feet_.has_value()) {
+      if (absl::Status s = RunFeet(frame, source); !s.ok()) return s;
+    }
+    if (!hands_.has_value()) return absl::OkStatus();
+    RetargetHandsJob pass;
+    pass.map = &map_;
+    pass.hands = &hands_->hands;
+    pass.source_skeleton = source_.get();
+    pass.target_skeleton = &frame.skeleton;
+    pass.source = source;
+    pass.input = frame.pose;
+    pass.output = absl::MakeSpan(frame.pose);
+    pass.options = hands_->options;
+    return Joined(frame.field.str(), pass.Run());
+  }
+
+ private:
+  absl::Status RunFeet(OpFrame& frame,
+                       absl::Span<const Transform> source) const {
     RetargetFeetJob pass;
     pass.map = &map_;
     pass.feet = &feet_->feet;
@@ -113,12 +140,12 @@ class Retarget final : public PreparedOp {
                   }));
   }
 
- private:
   std::shared_ptr<const Skeleton> source_;
   RetargetMap map_;
   std::optional<SourceClip> clip_;
   LocalPose pose_;
   std::optional<FeetPass> feet_;
+  std::optional<HandsPass> hands_;
 };
 
 absl::StatusOr<std::shared_ptr<const Skeleton>> SourceSkeleton(
@@ -293,9 +320,24 @@ CompiledOp Compile(const OpCompileInput& input) {
                                                     : op.feet().state_key())};
     }
   }
+  std::optional<HandsPass> hands;
+  if (op.has_hands()) {
+    RetargetHandsOptions options;
+    if (op.hands().has_scaled_source_weight()) {
+      options.scaled_source_weight = op.hands().scaled_source_weight();
+    }
+    if (absl::Status s = options.Validate(); !s.ok()) {
+      return Joined(input.field, s);
+    }
+    if (op.hands().match_source()) {
+      auto arms = RetargetHands::Create(*map, src, input.skeleton);
+      if (!arms.ok()) return Joined(input.field, arms.status());
+      hands = HandsPass{*std::move(arms), options};
+    }
+  }
   return std::make_unique<Retarget>(*std::move(source), *std::move(map),
                                     std::move(clip), std::move(pose),
-                                    std::move(feet));
+                                    std::move(feet), std::move(hands));
 }
 
 }  // namespace

@@ -14,35 +14,22 @@
 namespace posewire {
 namespace {
 
-using transform_internal::Multiply;
+using retarget_internal::LimbWords;
+using retarget_internal::MakeRetargetLimb;
+using retarget_internal::ModelOf;
+using retarget_internal::RetargetLimb;
+using retarget_internal::SolveRetargetLimb;
+using retarget_internal::ValidatePassInputs;
 
 // Relative distance beyond a leg's reach that is rounding, not a drag.
 constexpr float kReachRounding = 1e-5f;
 
 constexpr const char* kLegNames[kRetargetFeet] = {"left_leg", "right_leg"};
-
-std::vector<Transform> ModelOf(const Skeleton& s,
-                               absl::Span<const Transform> local) {
-  std::vector<Transform> model(s.num_joints());
-  for (int j = 0; j < s.num_joints(); ++j) {
-    const int p = s.parent(j);
-    model[j] = p == kNoParent ? local[j] : Combine(model[p], local[j]);
-  }
-  return model;
-}
-
-// `joint`'s transform in `ancestor`'s space: the locals strictly below the
-// ancestor down to the joint, composed.
-Transform Relative(const Skeleton& s, absl::Span<const Transform> local,
-                   int ancestor, int joint) {
-  std::vector<int> path;
-  for (int j = joint; j != ancestor; j = s.parent(j)) path.push_back(j);
-  Transform out = Transform::Identity();
-  for (auto it = path.rbegin(); it != path.rend(); ++it) {
-    out = Combine(out, local[*it]);
-  }
-  return out;
-}
+constexpr LimbWords kLegWords = {.pass = "feet",
+                                 .limbs = "legs",
+                                 .end = "foot",
+                                 .upper = "thigh",
+                                 .lower = "calf"};
 
 absl::Status CheckNonNegative(float v, absl::string_view field) {
   if (std::isfinite(v) && v >= 0.0f) return absl::OkStatus();
@@ -93,75 +80,16 @@ absl::Status RetargetFeetOptions::Validate() const {
 absl::StatusOr<RetargetFeet> RetargetFeet::Create(const RetargetMap& map,
                                                   const Skeleton& source,
                                                   const Skeleton& target) {
-  if (source.num_joints() != map.source_joints() ||
-      target.num_joints() != map.target_joints()) {
-    return absl::InvalidArgumentError(
-        "feet: the skeletons are not the map's (joint counts differ)");
-  }
   RetargetFeet out;
-  const std::vector<Transform> src_rest = ModelOf(source, source.rest_pose());
-  const std::vector<Transform> tgt_rest = ModelOf(target, target.rest_pose());
   float src_sum = 0.0f;
   float tgt_sum = 0.0f;
   for (int f = 0; f < kRetargetFeet; ++f) {
-    const RetargetChain* chain = nullptr;
-    for (const RetargetChain& c : map.chains()) {
-      if (c.name == kLegNames[f]) chain = &c;
-    }
-    if (chain == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "feet: the mapping has no '", kLegNames[f],
-          "' chain; the feet pass needs both legs (name them so in an "
-          "explicit mapping)"));
-    }
-    Leg& leg = out.legs_[f];
-    if (chain->source.size() >= 3) {
-      leg.source_foot = chain->source[2];
-    } else if (chain->source_end >= 0) {
-      leg.source_foot = chain->source_end;
-    } else {
-      return absl::FailedPreconditionError(
-          absl::StrCat("feet: the source's ", kLegNames[f],
-                       " chain has no foot joint (thigh, calf, foot)"));
-    }
-    const int nt = static_cast<int>(chain->target.size());
-    if (nt >= 3) {
-      leg.thigh = chain->target[0];
-      leg.calf = chain->target[nt - 2];
-      leg.foot = chain->target[nt - 1];
-      leg.foot_offset =
-          Relative(target, target.rest_pose(), leg.calf, leg.foot).translation;
-    } else if (nt == 2 && chain->target_end.has_value()) {
-      leg.thigh = chain->target[0];
-      leg.calf = chain->target[1];
-      leg.foot_offset = *chain->target_end;
-    } else {
-      return absl::FailedPreconditionError(
-          absl::StrCat("feet: the target's ", kLegNames[f],
-                       " chain has no foot (a joint or tip below the calf)"));
-    }
-    // The chain as TwoBoneIkJob sees it: thigh, calf (through any joints
-    // between), foot point.
-    SkeletonDesc desc;
-    desc.joint_names = {"thigh", "calf", "foot"};
-    desc.parents = {kNoParent, 0, 1};
-    desc.rest_pose = {target.rest_pose()[leg.thigh],
-                      Relative(target, target.rest_pose(), leg.thigh, leg.calf),
-                      Transform::Identity()};
-    desc.rest_pose[2].translation = leg.foot_offset;
-    absl::StatusOr<Skeleton> ik = Skeleton::Create(std::move(desc));
-    if (!ik.ok()) return ik.status();
-    leg.ik = *std::move(ik);
-
-    const Eigen::Vector3f s0 = src_rest[chain->source[0]].translation;
-    const Eigen::Vector3f s1 = src_rest[chain->source[1]].translation;
-    const Eigen::Vector3f s2 = src_rest[leg.source_foot].translation;
-    src_sum += (s1 - s0).norm() + (s2 - s1).norm();
-    const Eigen::Vector3f t0 = tgt_rest[leg.thigh].translation;
-    const Eigen::Vector3f t1 = tgt_rest[leg.calf].translation;
-    const Eigen::Vector3f t2 =
-        tgt_rest[leg.calf].TransformPoint(leg.foot_offset);
-    tgt_sum += (t1 - t0).norm() + (t2 - t1).norm();
+    absl::StatusOr<RetargetLimb> leg =
+        MakeRetargetLimb(map, source, target, kLegNames[f], kLegWords);
+    if (!leg.ok()) return leg.status();
+    out.legs_[f] = *std::move(leg);
+    src_sum += out.legs_[f].source_length;
+    tgt_sum += out.legs_[f].target_length;
   }
   out.source_leg_length_ = src_sum / kRetargetFeet;
   out.target_leg_length_ = tgt_sum / kRetargetFeet;
@@ -174,14 +102,11 @@ absl::StatusOr<RetargetFeet> RetargetFeet::Create(const RetargetMap& map,
 
 absl::Status RetargetFeetJob::Validate() const {
   if (feet == nullptr) return absl::InvalidArgumentError("feet: null");
-  RetargetJob transfer;
-  transfer.map = map;
-  transfer.source_skeleton = source_skeleton;
-  transfer.target_skeleton = target_skeleton;
-  transfer.source = source;
-  transfer.input = input;
-  transfer.output = output;
-  if (absl::Status s = transfer.Validate(); !s.ok()) return s;
+  if (absl::Status s = ValidatePassInputs(map, source_skeleton, target_skeleton,
+                                          source, input, output);
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   if (!(std::isfinite(dt) && dt >= 0.0f)) {
     return absl::InvalidArgumentError(
@@ -226,7 +151,7 @@ absl::Status RetargetFeetJob::Run() const {
     next.source_floor = *options.source_floor;
   } else {
     for (int f = 0; f < kRetargetFeet; ++f) {
-      const float y = src_model[feet->legs()[f].source_foot].translation.y();
+      const float y = src_model[feet->legs()[f].source_end].translation.y();
       next.source_floor = first && f == 0 ? y : std::min(next.source_floor, y);
     }
   }
@@ -237,9 +162,9 @@ absl::Status RetargetFeetJob::Run() const {
   std::array<Eigen::Vector3f, kRetargetFeet> free_goal;
   std::array<float, kRetargetFeet> held = {};
   for (int f = 0; f < kRetargetFeet; ++f) {
-    const RetargetFeet::Leg& leg = feet->legs()[f];
+    const RetargetLimb& leg = feet->legs()[f];
     RetargetFootState& foot = next.feet[f];
-    const Eigen::Vector3f p = src_model[leg.source_foot].translation;
+    const Eigen::Vector3f p = src_model[leg.source_end].translation;
     const float height = p.y() - next.source_floor;
     const float speed =
         first || dt <= 0.0f ? 0.0f : (p - foot.previous_source).norm() / dt;
@@ -249,8 +174,8 @@ absl::Status RetargetFeetJob::Run() const {
                          speed < k * options.contact_speed * ls;
     // The free goal: the transfer's own foot point, or toward the scaled
     // source's.
-    const Transform& calf = tgt_model[leg.calf];
-    const Eigen::Vector3f transferred = calf.TransformPoint(leg.foot_offset);
+    const Transform& calf = tgt_model[leg.lower];
+    const Eigen::Vector3f transferred = calf.TransformPoint(leg.end_offset);
     const Eigen::Vector3f scaled = tgt_pelvis + (p - src_pelvis) * scale;
     const Eigen::Vector3f free =
         transferred + (scaled - transferred) * options.scaled_source_weight;
@@ -273,7 +198,7 @@ absl::Status RetargetFeetJob::Run() const {
     res.goal[f] = Toward(free, foot.lock, held[f]);
     res.contact[f] = foot.contact;
     res.locked[f] = foot.locked;
-    reach[f] = (calf.translation - tgt_model[leg.thigh].translation).norm() +
+    reach[f] = (calf.translation - tgt_model[leg.upper].translation).norm() +
                (transferred - calf.translation).norm();
   }
 
@@ -284,7 +209,7 @@ absl::Status RetargetFeetJob::Run() const {
   float drop = 0.0f;
   for (int f = 0; f < kRetargetFeet; ++f) {
     if (!(held[f] > 0.0f)) continue;
-    const Eigen::Vector3f hip = tgt_model[feet->legs()[f].thigh].translation;
+    const Eigen::Vector3f hip = tgt_model[feet->legs()[f].upper].translation;
     const Eigen::Vector3f d = res.goal[f] - hip;
     const float across = d.x() * d.x() + d.z() * d.z();
     const float r2 = reach[f] * reach[f];
@@ -305,12 +230,12 @@ absl::Status RetargetFeetJob::Run() const {
   res.pelvis_drop = drop;
 
   for (int f = 0; f < kRetargetFeet; ++f) {
-    const RetargetFeet::Leg& leg = feet->legs()[f];
+    const RetargetLimb& leg = feet->legs()[f];
     RetargetFootState& foot = next.feet[f];
     // What the drop cannot bring within reach (a foot left behind a
     // striding pelvis) is dragged, the least distance, onto the sphere the
     // leg reaches rather than stretching the leg.
-    const Eigen::Vector3f hip = model[leg.thigh].translation;
+    const Eigen::Vector3f hip = model[leg.upper].translation;
     // A free foot goes down with the pelvis: its leg keeps the transfer's
     // pose.
     const Eigen::Vector3f free = free_goal[f] - Eigen::Vector3f::UnitY() * drop;
@@ -324,43 +249,12 @@ absl::Status RetargetFeetJob::Run() const {
     }
     res.goal[f] = goal;
 
-    // The leg as a three-joint chain, solved, then written back.
-    const Transform calf_local =
-        Relative(*target_skeleton, output, leg.thigh, leg.calf);
-    std::array<Transform, 3> chain = {output[leg.thigh], calf_local,
-                                      Transform::Identity()};
-    chain[2].translation = leg.foot_offset;
-    std::array<Transform, 3> solved = chain;
-    TwoBoneIkJob ik;
-    ik.skeleton = &leg.ik;
-    ik.input = chain;
-    ik.parent_model =
-        ParentModelTransformOrRoot(*target_skeleton, output, leg.thigh);
-    ik.start_joint = 0;
-    ik.mid_joint = 1;
-    ik.end_joint = 2;
-    ik.target = goal;
-    ik.pole_vector = Eigen::Vector3f::Zero();
-    ik.output = absl::MakeSpan(solved);
-    if (absl::Status s = ik.Run(); !s.ok()) return s;
-    const Eigen::Quaternionf foot_model = leg.foot >= 0
-                                              ? model[leg.foot].rotation
-                                              : Eigen::Quaternionf::Identity();
-    output[leg.thigh].rotation = solved[0].rotation;
-    // calf_local = between * calf's own local: keep `between`.
-    const int calf_parent = target_skeleton->parent(leg.calf);
-    const Eigen::Quaternionf between =
-        calf_parent == leg.thigh
-            ? Eigen::Quaternionf::Identity()
-            : Relative(*target_skeleton, output, leg.thigh, calf_parent)
-                  .rotation;
-    output[leg.calf].rotation =
-        Multiply(between.conjugate(), solved[1].rotation).normalized();
-    if (leg.foot >= 0) {
-      const Transform parent =
-          ParentModelTransformOrRoot(*target_skeleton, output, leg.foot);
-      output[leg.foot].rotation =
-          Multiply(parent.rotation.conjugate(), foot_model).normalized();
+    const Eigen::Quaternionf foot_model =
+        leg.end >= 0 ? model[leg.end].rotation : Eigen::Quaternionf::Identity();
+    if (absl::Status s =
+            SolveRetargetLimb(leg, *target_skeleton, goal, foot_model, output);
+        !s.ok()) {
+      return s;
     }
   }
   if (next_state != nullptr) *next_state = next;

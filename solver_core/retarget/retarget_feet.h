@@ -61,6 +61,7 @@
 #include "solver_core/model/skeleton.h"
 #include "solver_core/model/transform.h"
 #include "solver_core/retarget/retarget.h"
+#include "solver_core/retarget/retarget_limb.h"
 
 namespace posewire {
 
@@ -139,22 +140,14 @@ class RetargetFeet {
   float source_leg_length() const { return source_leg_length_; }
   float target_leg_length() const { return target_leg_length_; }
 
-  struct Leg {
-    int source_foot = -1;
-    int thigh = -1;
-    int calf = -1;
-    int foot = -1;  // the target's foot joint, or -1 (a point)
-    // The foot point in the calf's space (the foot joint's rest offset
-    // through any joints between, or the calf's tip).
-    Eigen::Vector3f foot_offset = Eigen::Vector3f::Zero();
-    // A three-joint skeleton (thigh, calf, foot point) for TwoBoneIkJob,
-    // from the target's rest pose.
-    Skeleton ik;
-  };
-  const std::array<Leg, kRetargetFeet>& legs() const { return legs_; }
+  // Left, then right.
+  const std::array<retarget_internal::RetargetLimb, kRetargetFeet>& legs()
+      const {
+    return legs_;
+  }
 
  private:
-  std::array<Leg, kRetargetFeet> legs_;
+  std::array<retarget_internal::RetargetLimb, kRetargetFeet> legs_;
   float source_leg_length_ = 0.0f;
   float target_leg_length_ = 0.0f;
 };

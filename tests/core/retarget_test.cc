@@ -22,6 +22,7 @@
 #include "solver_core/model/pose.h"
 #include "solver_core/pose_ops/sampling_job.h"
 #include "solver_core/retarget/retarget_feet.h"
+#include "solver_core/retarget/retarget_hands.h"
 #include "tests/core/rig_assets.h"
 
 namespace posewire {
@@ -698,7 +699,7 @@ FeetRun RunFeet(const ImportedAsset& from, const ImportedAsset& to,
       contact[f][i] = result.contact[i];
       const Eigen::Vector3f w = FootAt(to, mw, feet_points[i]);
       const Eigen::Vector3f o = FootAt(to, mo, feet_points[i]);
-      const Eigen::Vector3f sf = ms[feet->legs()[i].source_foot].translation;
+      const Eigen::Vector3f sf = ms[feet->legs()[i].source_end].translation;
       if (result.contact[i]) {
         ++run.contact_frames[i];
         if (!was[i]) {
@@ -889,6 +890,159 @@ TEST(RetargetFeetTest, RetargetFeet_MappingWithoutLegsIsAFailedPrecondition) {
       RetargetFeet::Create(*map, r.walk.skeleton, r.daz.skeleton).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(s.message(), HasSubstr("left_leg"));
+}
+
+// ---- hands pass
+
+struct HandsRun {
+  int hands = 0;             // hand frames solved
+  int unreachable = 0;       // of them, beyond the arm's reach
+  float max_miss = 0;        // reachable goal to solved hand, arm lengths
+  float max_goal_error = 0;  // pass's goal against the test's, arm lengths
+  float mean_moved = 0;      // transfer's hand to the goal, arm lengths
+  bool bone_lengths_exact = true;
+  bool hand_rotations_kept = true;
+  // The pass's reach verdict differs from the test's (outside rounding).
+  bool reach_disagrees = false;
+};
+
+// Every frame of `from` (at 60 fps, at most 600) transferred onto `to`,
+// then the hands pass at `weight`; the hand points measured from outside.
+HandsRun RunHands(const ImportedAsset& from, const ImportedAsset& to,
+                  float weight) {
+  HandsRun run;
+  const RetargetMap map = MapOf(from, to);
+  absl::StatusOr<RetargetHands> hands =
+      RetargetHands::Create(map, from.skeleton, to.skeleton);
+  EXPECT_TRUE(hands.ok()) << hands.status();
+  if (!hands.ok()) return run;
+  const int count = std::min(
+      600, static_cast<int>(std::lround(from.clips.at(0).duration * 60)) + 1);
+  const std::vector<LocalPose> source = Frames(from, count);
+  double moved = 0;
+  for (int f = 0; f < count; ++f) {
+    LocalPose transferred = RestPose(to.skeleton);
+    EXPECT_TRUE(JobFor(map, from, to, source[f], transferred).Run().ok());
+    LocalPose out = transferred;
+    RetargetHandsJob job;
+    job.map = &map;
+    job.hands = &*hands;
+    job.source_skeleton = &from.skeleton;
+    job.target_skeleton = &to.skeleton;
+    job.source = source[f];
+    job.input = out;
+    job.output = absl::MakeSpan(out);
+    job.options.scaled_source_weight = weight;
+    RetargetHandsResult result;
+    job.result = &result;
+    const absl::Status s = job.Run();
+    EXPECT_TRUE(s.ok()) << s;
+    if (!s.ok()) return run;
+    const std::vector<Transform> ms = Model(from.skeleton, source[f]);
+    const std::vector<Transform> mt = Model(to.skeleton, transferred);
+    const std::vector<Transform> mo = Model(to.skeleton, out);
+    for (int j = 0; j < to.skeleton.num_joints(); ++j) {
+      if (std::memcmp(out[j].translation.data(),
+                      transferred[j].translation.data(),
+                      sizeof(float) * 3) != 0) {
+        run.bone_lengths_exact = false;
+      }
+    }
+    for (int h = 0; h < kRetargetHands; ++h) {
+      const auto& arm = hands->arms()[h];
+      const float length = arm.target_length;
+      // The scaled source hand, computed here from the map's own figures.
+      const Eigen::Vector3f scaled = mt[map.target_pelvis()].translation +
+                                     (ms[arm.source_end].translation -
+                                      ms[map.source_pelvis()].translation) *
+                                         map.root_scale();
+      const Eigen::Vector3f before =
+          mt[arm.lower].TransformPoint(arm.end_offset);
+      const Eigen::Vector3f goal = before + (scaled - before) * weight;
+      const Eigen::Vector3f after =
+          mo[arm.lower].TransformPoint(arm.end_offset);
+      ++run.hands;
+      moved += (goal - before).norm() / length;
+      run.max_goal_error =
+          std::max(run.max_goal_error, (result.goal[h] - goal).norm() / length);
+      // The arm's reach, measured here on the transferred pose.
+      const Eigen::Vector3f shoulder = mt[arm.upper].translation;
+      const float upper = (mt[arm.lower].translation - shoulder).norm();
+      const float lower = (before - mt[arm.lower].translation).norm();
+      const float d = (goal - shoulder).norm();
+      const bool out_of_reach = d > (upper + lower) * (1 + 1e-4f) ||
+                                d < std::fabs(upper - lower) * (1 - 1e-4f);
+      const bool within_reach = d < (upper + lower) * (1 - 1e-4f) &&
+                                d > std::fabs(upper - lower) * (1 + 1e-4f);
+      if (out_of_reach && !result.unreachable[h]) run.reach_disagrees = true;
+      if (within_reach && result.unreachable[h]) run.reach_disagrees = true;
+      if (result.unreachable[h]) {
+        ++run.unreachable;
+      } else {
+        run.max_miss = std::max(run.max_miss, (after - goal).norm() / length);
+      }
+      if (arm.end >= 0 &&
+          mo[arm.end].rotation.angularDistance(mt[arm.end].rotation) > 1e-3f) {
+        run.hand_rotations_kept = false;
+      }
+    }
+  }
+  run.mean_moved = static_cast<float>(moved / std::max(1, run.hands));
+  return run;
+}
+
+// The hands land where the scaled source puts them (within 0.1% of the
+// arm's length where the arm reaches it), bone lengths and the hands' own
+// rotations kept, on both rigs, for walking, running and jumping. How many
+// goals are out of reach is the rigs' proportions, printed as a figure.
+TEST(RetargetHandsTest, RetargetHands_PutTheHandsWhereTheScaledSourceDoes) {
+  const Rigs& r = TheRigs();
+  for (const ImportedAsset* to : {&r.robot, &r.daz}) {
+    for (const ImportedAsset* from : {&r.walk, &r.run_leap, &r.jumps}) {
+      const HandsRun run = RunHands(*from, *to, 1.0f);
+      std::printf(
+          "hands %s onto %s: %d hands, transfer to scaled source %.3f arm "
+          "(mean), %d out of reach, largest miss %.2e arm\n",
+          from->clips.at(0).name.c_str(), to == &r.robot ? "Robot" : "Daz",
+          run.hands, run.mean_moved, run.unreachable, run.max_miss);
+      EXPECT_GT(run.hands, 100);
+      EXPECT_LT(run.max_miss, 1e-3f);
+      EXPECT_LT(run.max_goal_error, 1e-5f);
+      EXPECT_FALSE(run.reach_disagrees);
+      EXPECT_TRUE(run.bone_lengths_exact);
+      EXPECT_TRUE(run.hand_rotations_kept);
+    }
+  }
+}
+
+// Weight 0 keeps the transfer's own hands: the arms hardly move.
+TEST(RetargetHandsTest, RetargetHands_WeightZeroKeepsTheTransfersHands) {
+  const Rigs& r = TheRigs();
+  const HandsRun run = RunHands(r.walk, r.daz, 0.0f);
+  EXPECT_EQ(run.mean_moved, 0.0f);
+  EXPECT_EQ(run.unreachable, 0);
+  EXPECT_LT(run.max_miss, 1e-4f);
+}
+
+TEST(RetargetHandsTest, RetargetHands_BadOptionsAndMappingsAreRefused) {
+  RetargetHandsOptions o;
+  EXPECT_TRUE(o.Validate().ok());
+  for (float w : {-0.1f, 1.5f, std::nanf("")}) {
+    o.scaled_source_weight = w;
+    EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(o.Validate().message(),
+                HasSubstr("hands.scaled_source_weight"));
+  }
+  const Rigs& r = TheRigs();
+  absl::StatusOr<RetargetMap> map =
+      RetargetMap::Create(r.walk.skeleton, r.daz.skeleton, LegMapping());
+  ASSERT_TRUE(map.ok()) << map.status();
+  const absl::Status s =
+      RetargetHands::Create(*map, r.walk.skeleton, r.daz.skeleton).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(),
+              HasSubstr("hands: the mapping has no 'left_arm' chain; the "
+                        "hands pass needs both arms"));
 }
 
 // A run split in two, the state handed over, gives the same bits as one.

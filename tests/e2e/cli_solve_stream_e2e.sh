@@ -287,11 +287,18 @@ summary=$("$cli_bin" retarget "$walk" --to="$data_dir/RobotExpressive.glb" \
 expect_contains "retarget" "$summary" "249 frames of 43 joints at 30 fps"
 inspect=$("$cli_bin" inspect "$work/robot.glb") || fail "inspect robot.glb failed"
 expect_contains "inspect retargeted" "$inspect" "43 joints, 1 clip"
-# With the feet held where the walk plants them.
+# With the feet held where the walk plants them, and the hands where the
+# scaled walk puts them.
 summary=$("$cli_bin" retarget "$walk" --to="$data_dir/cmu_02_03_run_daz.bvh" \
-  --lock_feet --server="$addr" --fps=30 --out="$work/daz.bvh" 2>&1) ||
-  fail "retarget --lock_feet onto the Daz rig failed: $summary"
-expect_contains "retarget --lock_feet" "$summary" "249 frames of"
+  --lock_feet --match_hands --server="$addr" --fps=30 \
+  --out="$work/daz.bvh" 2>&1) ||
+  fail "retarget --lock_feet --match_hands onto the Daz rig failed: $summary"
+expect_contains "retarget --lock_feet --match_hands" "$summary" "249 frames of"
+status=0
+out=$("$cli_bin" bake "$walk" --match_hands --server="$addr" \
+  --out="$work/x.bvh" 2>&1) || status=$?
+[[ $status -eq 2 ]] || fail "bake --match_hands: expected exit 2, got $status"
+expect_contains "bake --match_hands" "$out" "bake takes no --lock_feet or --match_hands"
 # Refusals: an output format it cannot write, a bake past the server's
 # frame limit, retarget without a rig.
 status=0

@@ -13,6 +13,7 @@
 
 #include "solver_core/retarget/retarget.h"
 #include "solver_core/retarget/retarget_feet.h"
+#include "solver_core/retarget/retarget_hands.h"
 #include "tests/service/service_fixture.h"
 
 namespace posewire::server {
@@ -268,6 +269,39 @@ TEST_F(RetargetOpTest, Retarget_BakeWithFeetMatchesTheCoreFrameByFrame) {
   }
   // The pass did something: the left foot was held on some frames.
   EXPECT_GT(locked_frames, 0);
+}
+
+// The hands pass (the one flag) gives the core's transfer followed by its
+// hands job, bit for bit, and moves the hands.
+TEST_F(RetargetOpTest, Retarget_HandsPassMatchesTheCore) {
+  v1::SolveRequest request = Request(1.0f);
+  request.mutable_characters(0)
+      ->mutable_ops(0)
+      ->mutable_retarget()
+      ->mutable_hands()
+      ->set_match_source(true);
+  const v1::CharacterOutput out = SolveFirstCharacter(request);
+  ASSERT_EQ(out.ops_size(), 1);
+
+  absl::StatusOr<RetargetMap> map =
+      RetargetMap::Create(Walk().skeleton, Daz().skeleton);
+  ASSERT_TRUE(map.ok()) << map.status();
+  absl::StatusOr<RetargetHands> hands =
+      RetargetHands::Create(*map, Walk().skeleton, Daz().skeleton);
+  ASSERT_TRUE(hands.ok()) << hands.status();
+  const LocalPose source = SampleWalk(1.0f);
+  LocalPose expected = CoreRetarget(1.0f);
+  RetargetHandsJob job;
+  job.map = &*map;
+  job.hands = &*hands;
+  job.source_skeleton = &Walk().skeleton;
+  job.target_skeleton = &Daz().skeleton;
+  job.source = source;
+  job.input = expected;
+  job.output = absl::MakeSpan(expected);
+  ASSERT_TRUE(job.Run().ok());
+  EXPECT_TRUE(BitIdentical(out.pose(), Packed(expected)));
+  EXPECT_FALSE(BitIdentical(out.pose(), Packed(CoreRetarget(1.0f))));
 }
 
 TEST_F(RetargetOpTest, Retarget_SessionRigWithUnknownSourceIsRefused) {

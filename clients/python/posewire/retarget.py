@@ -17,7 +17,8 @@ from posewire.v1 import operations_pb2, types_pb2
 
 
 def retarget_op(source, clip=None, time: float = 0.0, pose=None, *,
-                mapping=None, root_scale: Optional[float] = None):
+                mapping=None, root_scale: Optional[float] = None,
+                lock_feet: bool = False, match_hands: bool = False):
     """A posewire.v1.Operation with a retarget op.
 
     source: the source skeleton, a posewire.v1.Skeleton or an asset from
@@ -28,6 +29,10 @@ def retarget_op(source, clip=None, time: float = 0.0, pose=None, *,
     mapping: a posewire.v1.RetargetMapping; None detects the chains.
     root_scale: multiplies the pelvis's motion; None: the ratio of the
       legs' lengths.
+    lock_feet: the feet pass (RetargetFeet): feet held where the source's
+      are planted (its state lives in the character's state).
+    match_hands: the hands pass (RetargetHands): hands put where the
+      scaled source puts them.
     """
     skeleton = getattr(source, "skeleton", source)
     op = operations_pb2.RetargetOp(skeleton=skeleton)
@@ -52,4 +57,8 @@ def retarget_op(source, clip=None, time: float = 0.0, pose=None, *,
         op.mapping.CopyFrom(mapping)
     if root_scale is not None:
         op.root_scale = float(root_scale)
+    if lock_feet:
+        op.feet.lock_contacts = True
+    if match_hands:
+        op.hands.match_source = True
     return operations_pb2.Operation(retarget=op)

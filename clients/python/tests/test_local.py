@@ -254,6 +254,16 @@ class SameAsTheServerTest(unittest.TestCase):
         self.assertNotEqual(float_bits(in_process.pose), float_bits(rest.pose))
         with self.assertRaises(ValueError):
             posewire.retarget_op(walk, clip="no such clip")
+        # With the feet and hands passes: the same bits in both, and the
+        # hands moved.
+        passes = [posewire.retarget_op(walk, time=1.0, lock_feet=True,
+                                       match_hands=True)]
+        in_process = local.Solver().solve_pose(daz, passes)
+        with posewire.Client(SERVER) as client:
+            served = client.solve_pose(daz, passes)
+        self.assertEqual(float_bits(in_process.pose), float_bits(served.pose))
+        self.assertNotEqual(float_bits(in_process.pose),
+                            float_bits(local.Solver().solve_pose(daz, ops).pose))
 
 
 if __name__ == "__main__":

@@ -365,6 +365,23 @@ std::vector<BadInput> PoseOpRows() {
       StatusCode::FAILED_PRECONDITION,
       "characters[0].ops[0].retarget.feet: the mapping has no 'right_leg' "
       "chain"));
+  // ---- retarget hands pass
+  add(SolveRow(
+      "retarget_hands_scaled_source_weight_negative",
+      "retarget hands scaled_source_weight -0.5",
+      [](auto& r) {
+        Retarget(r)->mutable_hands()->set_scaled_source_weight(-0.5f);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "characters[0].ops[0].retarget.hands.scaled_source_weight: -0.5 must "
+      "be in [0, 1]"));
+  add(SolveRow(
+      "retarget_hands_needs_both_arms",
+      "retarget hands match_source with a left_leg chain only",
+      [](auto& r) { Retarget(r)->mutable_hands()->set_match_source(true); },
+      StatusCode::FAILED_PRECONDITION,
+      "characters[0].ops[0].retarget.hands: the mapping has no 'left_arm' "
+      "chain; the hands pass needs both arms"));
   add(SolveRow(
       "retarget_feet_state_one_foot", "retarget_feet state with one foot",
       [](auto& r) {

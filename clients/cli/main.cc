@@ -115,6 +115,10 @@ ABSL_FLAG(std::string, frame_count, "",
 ABSL_FLAG(double, start, 0.0, "bake, retarget: the first frame's time, s.");
 ABSL_FLAG(std::string, to, "",
           "retarget: the .bvh, .gltf or .glb rig to play the clip onto.");
+ABSL_FLAG(std::string, ray, "",
+          "referee: a ray ox,oy,oz,dx,dy,dz (the file's model space) cast "
+          "at the character rewound to --at, against a capsule per bone.");
+ABSL_FLAG(double, at, 0.0, "referee: the clip time, s, --ray rewinds to.");
 ABSL_FLAG(bool, lock_feet, false,
           "retarget: hold the feet where the source's are planted, so they "
           "do not slide.");
@@ -141,7 +145,8 @@ constexpr char kCommands[] =
     "by claim\n"
     "                at --rate; with --limits_from=OTHER, joint limits "
     "learnt from\n"
-    "                OTHER's clips; prints flagged frames and a summary\n"
+    "                OTHER's clips; prints flagged frames and a summary;\n"
+    "                with --ray, a rewound hit query at --at\n"
     "  bake FILE     the clip through the --ops_json ops on the server, "
     "every frame\n"
     "                at --fps, written to --out (.bvh, .glb or .gltf)\n"
@@ -412,6 +417,8 @@ int Referee(const std::vector<char*>& args) {
   options.rate = absl::GetFlag(FLAGS_rate);
   options.limits_from = absl::GetFlag(FLAGS_limits_from);
   options.margin_degrees = absl::GetFlag(FLAGS_margin_degrees);
+  options.ray = absl::GetFlag(FLAGS_ray);
+  options.at = absl::GetFlag(FLAGS_at);
   auto client = ConnectClient();
   if (client == nullptr) return 2;
   return posewire::cli::RunReferee(*client, options);

@@ -4,12 +4,16 @@
 #include <cstdint>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "clients/cli/cli_common.h"
 #include "server/wire/wire_convert.h"
 #include "solver_core/io/asset_reader.h"
@@ -22,6 +26,7 @@ namespace {
 constexpr char kSkeletonId[] = "skeleton";
 constexpr char kRigId[] = "referee";
 constexpr char kCharacterId[] = "player";
+constexpr char kHitboxesId[] = "bones";
 // Most claims one report sends: an hour at 60 Hz.
 constexpr int64_t kMaxClaims = 216'000;
 
@@ -69,7 +74,106 @@ LearnLimitsFrom(client::Client& client, const std::string& file,
   return kept;
 }
 
+// "ox,oy,oz,dx,dy,dz" as a Ray.
+absl::StatusOr<v1::Ray> ParseRay(const std::string& text) {
+  std::vector<std::string> parts = absl::StrSplit(text, ',');
+  float v[6];
+  bool ok = parts.size() == 6;
+  for (size_t i = 0; ok && i < 6; ++i) {
+    ok = absl::SimpleAtof(absl::StripAsciiWhitespace(parts[i]), &v[i]) &&
+         std::isfinite(v[i]);
+  }
+  if (!ok || (v[3] == 0 && v[4] == 0 && v[5] == 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ray=", text,
+        ": six finite numbers ox,oy,oz,dx,dy,dz, the direction not zero"));
+  }
+  v1::Ray ray;
+  ray.mutable_origin()->set_x(v[0]);
+  ray.mutable_origin()->set_y(v[1]);
+  ray.mutable_origin()->set_z(v[2]);
+  ray.mutable_direction()->set_x(v[3]);
+  ray.mutable_direction()->set_y(v[4]);
+  ray.mutable_direction()->set_z(v[5]);
+  return ray;
+}
+
+// The hit query at `at` and its printed answer; false when it failed.
+bool QueryAndPrint(client::Session& session, const v1::Ray& ray, double at) {
+  v1::HitQuery query;
+  query.set_time(at);
+  v1::HitTarget* target = query.add_targets();
+  target->set_character_id(kCharacterId);
+  target->set_hitbox_set(kHitboxesId);
+  *query.add_rays() = ray;
+  auto result = session.Query(query);
+  if (!result.ok()) {
+    Fail(
+        absl::StrCat("query at ", at, " s: ", DescribeStatus(result.status())));
+    return false;
+  }
+  const v1::RayHit& hit = result->rays(0);
+  if (!hit.hit()) {
+    std::cout << absl::StrFormat("ray at %.3f s: no hit\n", at);
+    return true;
+  }
+  std::cout << absl::StrFormat(
+      "ray at %.3f s: hit %s (hitbox %d) at distance %g, point (%g, %g, %g), "
+      "normal (%g, %g, %g)\n",
+      at, hit.joint(), hit.hitbox(), hit.distance(), hit.point().x(),
+      hit.point().y(), hit.point().z(), hit.normal().x(), hit.normal().y(),
+      hit.normal().z());
+  return true;
+}
+
 }  // namespace
+
+google::protobuf::RepeatedPtrField<v1::Hitbox> AutoHitboxes(
+    const Skeleton& skeleton) {
+  const int n = skeleton.num_joints();
+  // The rest pose's extent in model space.
+  std::vector<Transform> model(n);
+  Eigen::Vector3f lo = Eigen::Vector3f::Constant(INFINITY);
+  Eigen::Vector3f hi = -lo;
+  for (int j = 0; j < n; ++j) {
+    const int p = skeleton.parent(j);
+    model[j] = p == kNoParent ? skeleton.rest_pose()[j]
+                              : Combine(model[p], skeleton.rest_pose()[j]);
+    lo = lo.cwiseMin(model[j].translation);
+    hi = hi.cwiseMax(model[j].translation);
+  }
+  const float extent = (hi - lo).maxCoeff();
+  google::protobuf::RepeatedPtrField<v1::Hitbox> out;
+  std::vector<bool> done(n, false);
+  for (int c = 0; c < n; ++c) {
+    const int j = skeleton.parent(c);
+    if (j == kNoParent || done[j]) continue;
+    // The bone in the joint's frame (its rest rotation applied by the
+    // joint's own transform at run time).
+    const Eigen::Vector3f bone = skeleton.rest_pose()[c].translation;
+    const float length = bone.norm();
+    if (!(length >= 0.02f * extent)) continue;
+    done[j] = true;
+    v1::Hitbox* box = out.Add();
+    box->set_joint(skeleton.joint_name(j));
+    box->set_shape(v1::HITBOX_SHAPE_CAPSULE);
+    box->set_radius(0.15f * length);
+    box->set_half_height(0.5f * length);
+    const Eigen::Quaternionf along =
+        Eigen::Quaternionf::FromTwoVectors(Eigen::Vector3f::UnitY(),
+                                           bone / length)
+            .normalized();
+    v1::Transform* offset = box->mutable_offset();
+    offset->mutable_translation()->set_x(0.5f * bone.x());
+    offset->mutable_translation()->set_y(0.5f * bone.y());
+    offset->mutable_translation()->set_z(0.5f * bone.z());
+    offset->mutable_rotation()->set_x(along.x());
+    offset->mutable_rotation()->set_y(along.y());
+    offset->mutable_rotation()->set_z(along.z());
+    offset->mutable_rotation()->set_w(along.w());
+  }
+  return out;
+}
 
 int RunReferee(client::Client& client, const RefereeOptions& o) {
   if (!std::isfinite(o.rate) || o.rate <= 0.0 || o.rate > 10'000.0) {
@@ -91,6 +195,17 @@ int RunReferee(client::Client& client, const RefereeOptions& o) {
   const float dt = static_cast<float>(1.0 / o.rate);
   const int64_t claims =
       static_cast<int64_t>(std::floor(clip.duration / dt + 1e-3f)) + 1;
+  std::optional<v1::Ray> ray;
+  if (!o.ray.empty()) {
+    auto parsed = ParseRay(o.ray);
+    if (!parsed.ok()) return Fail(std::string(parsed.status().message()), 2);
+    ray = *parsed;
+    if (!std::isfinite(o.at) || o.at < 0.0 || o.at > clip.duration) {
+      return Fail(absl::StrFormat("--at=%g: a time in the clip, 0 to %g s",
+                                  o.at, clip.duration),
+                  2);
+    }
+  }
   if (claims > kMaxClaims) {
     return Fail(absl::StrCat(claims, " claims at --rate=", o.rate, "; at most ",
                              kMaxClaims, " per report"),
@@ -116,6 +231,12 @@ int RunReferee(client::Client& client, const RefereeOptions& o) {
         (*session)->RegisterCharacter(kCharacterId, kRigId)}) {
     if (!s.ok()) return Fail(absl::StrCat("register: ", DescribeStatus(s)));
   }
+  if (ray.has_value()) {
+    const absl::Status s = (*session)->RegisterHitboxes(
+        kHitboxesId, kSkeletonId, AutoHitboxes(asset->skeleton));
+    if (!s.ok()) return Fail(absl::StrCat("register: ", DescribeStatus(s)));
+  }
+  bool queried = false;
   std::cout << absl::StrFormat(
                    "%s '%s': %d claims at %g Hz, %d joint limits%s\n", o.file,
                    clip.name, claims, o.rate, plausibility->limits_size(),
@@ -142,6 +263,8 @@ int RunReferee(client::Client& client, const RefereeOptions& o) {
     v1::Frame frame;
     frame.set_sequence(static_cast<uint64_t>(k + 1));
     frame.set_dt(k == 0 ? 0.0f : dt);
+    // Timed frames are kept for the rewind; only when a ray asks for it.
+    if (ray.has_value()) frame.set_time(static_cast<double>(k) * dt);
     v1::CharacterFrame* character = frame.add_characters();
     character->set_character_id(kCharacterId);
     server::PoseToProto(pose, character->mutable_pose());
@@ -153,6 +276,13 @@ int RunReferee(client::Client& client, const RefereeOptions& o) {
     const v1::CharacterResult& answer = result->characters(0);
     if (answer.status().code() != 0) {
       return Fail(absl::StrCat("frame ", k, ": ", answer.status().message()));
+    }
+    // The rewind, as soon as the frame at or after --at is recorded (the
+    // history keeps the last frames only), or at the last frame.
+    if (ray.has_value() && !queried &&
+        (static_cast<double>(k) * dt >= o.at || k + 1 == claims)) {
+      queried = true;
+      if (!QueryAndPrint(**session, *ray, o.at)) return 1;
     }
     const v1::PlausibilityReport& report = answer.ops(0).plausibility();
     if (report.plausible()) continue;

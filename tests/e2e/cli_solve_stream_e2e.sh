@@ -236,6 +236,26 @@ referee=$("$cli_bin" referee "$data_dir/cmu_01_03_climb_reach.bvh" \
 expect_contains "referee with limits" "$referee" \
   "joint limits learnt from $data_dir/cmu_01_01_jumps.bvh"
 expect_contains "referee with limits" "$referee" "claims flagged"
+# The recording as a hit check: rewound to 0.5 s, a ray straight down
+# through the walk's hips (at x 4.76, z -32.62 then) hits the body above
+# them; the same ray pointing up hits nothing.
+referee=$("$cli_bin" referee "$walk" --server="$addr" --at=0.5 \
+  --ray=4.76,100,-32.62,0,-1,0 2>&1) || fail "referee --ray failed: $referee"
+expect_contains "referee --ray down" "$referee" "ray at 0.500 s: hit "
+expect_contains "referee --ray down" "$referee" "claims flagged"
+referee=$("$cli_bin" referee "$walk" --server="$addr" --at=0.5 \
+  --ray=4.76,100,-32.62,0,1,0 2>&1) || fail "referee --ray up failed: $referee"
+expect_contains "referee --ray up" "$referee" "ray at 0.500 s: no hit"
+status=0
+referee=$("$cli_bin" referee "$walk" --server="$addr" --ray=1,2,3 2>&1) ||
+  status=$?
+[[ $status -eq 2 ]] || fail "referee --ray=1,2,3: expected exit 2, got $status"
+expect_contains "referee --ray=1,2,3" "$referee" "six finite numbers"
+status=0
+referee=$("$cli_bin" referee "$walk" --server="$addr" --ray=0,0,0,0,1,0 \
+  --at=99 2>&1) || status=$?
+[[ $status -eq 2 ]] || fail "referee --at=99: expected exit 2, got $status"
+expect_contains "referee --at=99" "$referee" "--at=99: a time in the clip"
 status=0
 referee=$("$cli_bin" referee "$walk" --server="$addr" --rate=0 2>&1) ||
   status=$?

@@ -27,6 +27,10 @@ using ::testing::HasSubstr;
 using CharacterFuture = std::future<absl::StatusOr<v1::CharacterResult>>;
 
 constexpr float kDt = 1.0f / 60.0f;
+// Long enough that only a full tick sends a batch, however slowly the
+// submitting threads run (a sanitizer build, a loaded machine): the tests
+// that count one frame per tick use it.
+constexpr absl::Duration kWholeTick = absl::Seconds(60);
 
 int Reason(FlushReason reason) { return static_cast<int>(reason); }
 
@@ -103,7 +107,8 @@ TEST_F(FrameBatcherTest,
   ASSERT_NE(separate, nullptr);
   ASSERT_NE(batched, nullptr);
   FrameBatcher batcher(*batched,
-                       FrameBatcherOptions{.expected_characters = kCharacters});
+                       FrameBatcherOptions{.expected_characters = kCharacters,
+                                           .max_delay = kWholeTick});
   for (int tick = 0; tick < kTicks; ++tick) {
     std::vector<CharacterFuture> futures;
     for (int i = 0; i < kCharacters; ++i) {
@@ -136,9 +141,9 @@ TEST_F(FrameBatcherTest, SubmitsFromManyThreads_EachGetsItsOwnCharacter) {
   auto batched = OpenSession(kThreads * kPerThread);
   ASSERT_NE(separate, nullptr);
   ASSERT_NE(batched, nullptr);
-  FrameBatcher batcher(
-      *batched,
-      FrameBatcherOptions{.expected_characters = kThreads * kPerThread});
+  FrameBatcher batcher(*batched, FrameBatcherOptions{.expected_characters =
+                                                         kThreads * kPerThread,
+                                                     .max_delay = kWholeTick});
   // results[tick][character], filled by the threads.
   std::vector<std::vector<v1::CharacterResult>> results(
       kTicks, std::vector<v1::CharacterResult>(kThreads * kPerThread));
@@ -241,7 +246,8 @@ TEST_F(FrameBatcherTest, RepeatedCharacterAndNewDt_SplitInSubmitOrder) {
 TEST_F(FrameBatcherTest, ACharactersOwnErrorFailsOnlyItsFuture) {
   auto session = OpenSession(2);
   ASSERT_NE(session, nullptr);
-  FrameBatcher batcher(*session, FrameBatcherOptions{.expected_characters = 3});
+  FrameBatcher batcher(*session, FrameBatcherOptions{.expected_characters = 3,
+                                                     .max_delay = kWholeTick});
   v1::CharacterFrame stranger = FrameOf(0, 0);
   stranger.set_character_id("stranger");
   CharacterFuture ok0 = batcher.Submit(FrameOf(0, 0), kDt);
@@ -258,7 +264,8 @@ TEST_F(FrameBatcherTest, ACharactersOwnErrorFailsOnlyItsFuture) {
 TEST_F(FrameBatcherTest, ARefusedFrameFailsItsBatchAndTheNextGoesOn) {
   auto session = OpenSession(2);
   ASSERT_NE(session, nullptr);
-  FrameBatcher batcher(*session, FrameBatcherOptions{.expected_characters = 2});
+  FrameBatcher batcher(*session, FrameBatcherOptions{.expected_characters = 2,
+                                                     .max_delay = kWholeTick});
   CharacterFuture first = batcher.Submit(FrameOf(0, 0), kDt, 5.0);
   CharacterFuture second = batcher.Submit(FrameOf(1, 0), kDt, 5.0);
   Get(first);

@@ -291,7 +291,9 @@ void AddSolve(v1::SolveRequest solve, Workload& w) {
 // referee: what a game server's referee sends each tick. Every character
 // comes with its claimed pose (the clip sampled at its own time), which the
 // rig checks for plausibility, then re-solves from its input (the clip
-// time) and validates against the claim; then a hit query fires rays at
+// time) and validates against the claim (time and claim as op updates of
+// the registered rig; a unary Solve sends the ops); then a hit query fires
+// rays at
 // the characters as they were rewind_seconds before, the shooters' view.
 // Characters stand on a square grid, each ray aimed at one character's
 // hips from in front.
@@ -435,14 +437,21 @@ absl::StatusOr<Workload> BuildRefereeWorkload(const ImportedAsset& asset,
       cf->set_character_id(absl::StrCat("c", c));
       server::PoseToProto(claimed, cf->mutable_pose());
       server::TransformToProto(root, cf->mutable_root());
-      referee.Ops(claimed, t, cf->mutable_ops());
+      // The registered rig's ops, this frame's clip time and claim as op
+      // updates: no op list compiled per frame.
+      v1::OpUpdate* time = cf->add_op_updates();
+      time->set_op(1);
+      time->set_time(t);
+      v1::OpUpdate* claim = cf->add_op_updates();
+      claim->set_op(2);
+      *claim->mutable_claimed() = cf->pose();
 
       v1::CharacterInput* ci = solve.add_characters();
       ci->set_id(absl::StrCat("c", c));
       *ci->mutable_skeleton()->mutable_skeleton() = wire.skeleton;
       *ci->mutable_pose() = cf->pose();
       *ci->mutable_root() = cf->root();
-      *ci->mutable_ops() = cf->ops();
+      referee.Ops(claimed, t, ci->mutable_ops());
     }
     w.frames.push_back(std::move(frame));
     w.queries.push_back(referee.Query(v));

@@ -65,6 +65,7 @@ absl::Span<const UpdateField> UpdateFields() {
       {kUpdateWind, "wind"},
       {kUpdateColliders, "colliders"},
       {kUpdateGroundSamples, "ground_samples"},
+      {kUpdateClaimed, "claimed"},
   };
   return kFields;
 }
@@ -83,7 +84,8 @@ uint32_t SetUpdateInputs(const v1::OpUpdate& u) {
          (u.has_external_force() ? kUpdateExternalForce : 0u) |
          (u.has_wind() ? kUpdateWind : 0u) |
          (u.colliders().empty() ? 0u : kUpdateColliders) |
-         (u.ground_samples().empty() ? 0u : kUpdateGroundSamples);
+         (u.ground_samples().empty() ? 0u : kUpdateGroundSamples) |
+         (u.has_claimed() ? kUpdateClaimed : 0u);
 }
 
 const OpSpec* FindOpSpec(v1::Operation::OpCase op_case) {

@@ -33,6 +33,7 @@ enum UpdatableInput : uint32_t {
   kUpdateWind = 1u << 10,
   kUpdateColliders = 1u << 11,
   kUpdateGroundSamples = 1u << 12,
+  kUpdateClaimed = 1u << 13,
 };
 
 // One OpUpdate field: its bit and its name on the wire.

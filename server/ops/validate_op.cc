@@ -14,22 +14,51 @@ namespace {
 
 class Validate final : public PreparedOp {
  public:
-  Validate(LocalPose claimed, float position_tolerance,
-           float rotation_tolerance_degrees)
-      : claimed_(std::move(claimed)),
+  Validate(const Skeleton& skeleton, LocalPose claimed,
+           float position_tolerance, float rotation_tolerance_degrees)
+      : skeleton_(skeleton),
+        claimed_(std::move(claimed)),
         position_tolerance_(position_tolerance),
         rotation_tolerance_degrees_(rotation_tolerance_degrees) {}
+
+  // A frame's claimed pose must be a whole pose of the skeleton that passes
+  // the checks the op's own claim passed (named by the update's field).
+  absl::Status CheckUpdate(const v1::OpUpdate& update,
+                           UpdateWhere where) const override {
+    if (!update.has_claimed()) return absl::OkStatus();
+    const int floats = update.claimed().transforms_size();
+    const int expected = skeleton_.num_joints() * kFloatsPerJoint;
+    if (floats != expected) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where(".claimed"), ": ", floats, " floats; the skeleton's ",
+          skeleton_.num_joints(), " joints take ", expected));
+    }
+    thread_local LocalPose checked;
+    return PoseFromProtoInto(update.claimed(), skeleton_, where(".claimed"),
+                             checked);
+  }
 
   absl::Status Run(OpFrame& frame) const override {
     const Skeleton& skeleton = frame.skeleton;
     const int n = skeleton.num_joints();
+    // This frame's claim (checked by CheckUpdate), or the op's own.
+    thread_local LocalPose updated;
+    absl::Span<const Transform> claimed = claimed_;
+    if (frame.update != nullptr && frame.update->has_claimed()) {
+      if (absl::Status s = PoseFromProtoInto(frame.update->claimed(), skeleton,
+                                             frame.field.str(), updated);
+          !s.ok()) {
+        return s;
+      }
+      claimed = updated;
+    }
     ModelPose solved_model(n), claimed_model(n);
     LocalToModelJob{.skeleton = &skeleton,
                     .input = frame.pose,
                     .output = absl::MakeSpan(solved_model)}
         .RunUnchecked();
     LocalToModelJob{.skeleton = &skeleton,
-                    .input = claimed_,
+                    .input = claimed,
                     .output = absl::MakeSpan(claimed_model)}
         .RunUnchecked();
     v1::ValidationResult* v = frame.result.mutable_validation();
@@ -71,6 +100,8 @@ class Validate final : public PreparedOp {
   }
 
  private:
+  // The skeleton compiled for, kept to check a frame's claim by name.
+  const Skeleton skeleton_;
   LocalPose claimed_;
   float position_tolerance_;
   float rotation_tolerance_degrees_;
@@ -97,14 +128,15 @@ CompiledOp Compile(const OpCompileInput& input) {
   auto claimed = PoseFromProto(op.claimed(), input.skeleton,
                                absl::StrCat(input.field, ".claimed"));
   if (!claimed.ok()) return claimed.status();
-  return std::make_unique<Validate>(*std::move(claimed), pos_tol, rot_tol);
+  return std::make_unique<Validate>(input.skeleton, *std::move(claimed),
+                                    pos_tol, rot_tol);
 }
 
 }  // namespace
 
 OpSpec ValidateOpSpec() {
   return {.op_case = v1::Operation::kValidate,
-          .updatable = 0,
+          .updatable = kUpdateClaimed,
           .screens_input_pose = false,
           .compile = Compile,
           .ranges = {}};

@@ -416,6 +416,83 @@ TEST_F(PlausibilityOpTest, Plausibility_BadInputNamesTheField) {
 
 // ------------------------------------------------------------ LearnLimits --
 
+// A referee rig re-solves each frame from its clip time and validates the
+// claim; the claim travels as an op update, and answers what the whole op
+// list sent with the frame answers, byte for byte.
+TEST_F(PlausibilityOpTest, Validate_ClaimAsAnOpUpdateAnswersAsTheWholeOps) {
+  grpc::ClientContext context;
+  std::unique_ptr<SessionStream> stream = stub_->Session(&context);
+  RegisterWalk(*stream);
+  v1::Operation validate;
+  PoseToProto(RestPose(Walk().skeleton),
+              validate.mutable_validate()->mutable_claimed());
+  RegisterRigAndCharacter(*stream, {SampleWalkOp(0.0f), validate});
+  const int knee = Joint("LeftKnee");
+  for (int f = 0; f < 6; ++f) {
+    const float t = 1.0f + static_cast<float>(f) * kDt;
+    LocalPose claim = SampleWalk(t);
+    // Every other claim bends the knee: not what the clip gives.
+    if (f % 2 == 1) {
+      claim[knee].rotation =
+          claim[knee].rotation *
+          Eigen::Quaternionf(Eigen::AngleAxisf(0.5f, Eigen::Vector3f::UnitX()));
+    }
+    v1::SessionRequest by_update;
+    by_update.mutable_frame()->set_sequence(2 * f + 1);
+    v1::CharacterFrame* c = by_update.mutable_frame()->add_characters();
+    c->set_character_id("c");
+    v1::OpUpdate* time = c->add_op_updates();
+    time->set_op(0);
+    time->set_time(t);
+    v1::OpUpdate* claimed = c->add_op_updates();
+    claimed->set_op(1);
+    PoseToProto(claim, claimed->mutable_claimed());
+
+    v1::SessionRequest whole;
+    whole.mutable_frame()->set_sequence(2 * f + 2);
+    v1::CharacterFrame* w = whole.mutable_frame()->add_characters();
+    w->set_character_id("c");
+    *w->add_ops() = SampleWalkOp(t);
+    PoseToProto(claim, w->add_ops()->mutable_validate()->mutable_claimed());
+
+    const v1::SessionResponse a = RoundTrip(*stream, by_update);
+    const v1::SessionResponse b = RoundTrip(*stream, whole);
+    ASSERT_EQ(a.frame().characters_size(), 1);
+    ASSERT_EQ(a.frame().characters(0).status().code(), 0)
+        << a.frame().characters(0).status().message();
+    const v1::ValidationResult& v = a.frame().characters(0).ops(1).validation();
+    EXPECT_EQ(v.SerializeAsString(),
+              b.frame().characters(0).ops(1).validation().SerializeAsString())
+        << "frame " << f;
+    EXPECT_EQ(v.valid(), f % 2 == 0) << "frame " << f;
+    if (f % 2 == 1) {
+      // The bent knee moves its leg's end (the toe) the farthest.
+      EXPECT_EQ(v.worst_joint(), "LeftToe");
+    }
+  }
+  // A claim of the wrong size is that character's error, naming the
+  // field; the next frame is solved.
+  v1::SessionRequest bad;
+  bad.mutable_frame()->set_sequence(100);
+  v1::CharacterFrame* c = bad.mutable_frame()->add_characters();
+  c->set_character_id("c");
+  v1::OpUpdate* claimed = c->add_op_updates();
+  claimed->set_op(1);
+  claimed->mutable_claimed()->add_transforms(0.0f);
+  const v1::SessionResponse refused = RoundTrip(*stream, bad);
+  ASSERT_EQ(refused.frame().characters_size(), 1);
+  EXPECT_EQ(refused.frame().characters(0).status().code(),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(refused.frame().characters(0).status().message(),
+              HasSubstr("frame.characters[0].op_updates[0].claimed: 1 floats; "
+                        "the skeleton's 31 joints take 310"));
+  bad.mutable_frame()->set_sequence(101);
+  bad.mutable_frame()->mutable_characters(0)->clear_op_updates();
+  EXPECT_EQ(RoundTrip(*stream, bad).frame().characters(0).status().code(), 0);
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
 class LearnLimitsTest : public ServiceTest {
  protected:
   absl::StatusOr<v1::LearnLimitsResponse> Learn(

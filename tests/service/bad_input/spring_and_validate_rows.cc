@@ -138,6 +138,36 @@ std::vector<BadInput> SpringAndValidateRows() {
       },
       StatusCode::INVALID_ARGUMENT,
       "characters[0].ops[0].validate.claimed[8] 'RightKnee': translation"));
+  // A referee rig of one validate op; frames send the claim as an update.
+  const auto judge = [](v1::Pose claimed) {
+    std::vector<v1::SessionRequest> messages(3);
+    v1::RegisterRig* rig = messages[0].mutable_register_rig();
+    rig->set_id("judge");
+    rig->set_skeleton_id("cmu");
+    *rig->add_ops()->mutable_validate()->mutable_claimed() = RestWith(0, 0, 0);
+    messages[1].mutable_register_character()->set_id("claimant");
+    messages[1].mutable_register_character()->set_rig_id("judge");
+    messages[2] = FrameFor(1, "claimant");
+    v1::OpUpdate* update = FrameCharacter(messages[2]).add_op_updates();
+    update->set_op(0);
+    *update->mutable_claimed() = std::move(claimed);
+    return messages;
+  };
+  add(SessionRow(
+      "validate_update_claimed_short", "a validate op update of 3 floats",
+      [judge] {
+        v1::Pose three;
+        for (int i = 0; i < 3; ++i) three.add_transforms(0.0f);
+        return judge(three);
+      },
+      StatusCode::INVALID_ARGUMENT,
+      "frame.characters[0].op_updates[0].claimed: 3 floats; the skeleton's "
+      "31 joints take 310"));
+  add(SessionRow(
+      "validate_update_claimed_nan", "a validate op update with a NaN",
+      [judge] { return judge(RestWith(8, kTx, kNaN)); },
+      StatusCode::INVALID_ARGUMENT,
+      "frame.characters[0].op_updates[0].claimed"));
   return rows;
 }
 

@@ -19,6 +19,15 @@ absl::Status CheckOptions(const FrameBatcherOptions& options) {
         "FrameBatcherOptions.max_characters: ", options.max_characters,
         " must be at least 1"));
   }
+  if (options.expected_characters > options.max_characters) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "FrameBatcherOptions.expected_characters: ",
+        options.expected_characters, " exceeds max_characters ",
+        options.max_characters,
+        ", so a full tick could never be seen: raise max_characters (up to "
+        "the server's limits.max_characters_per_batch) or leave "
+        "expected_characters at 0"));
+  }
   if (options.max_delay < absl::ZeroDuration() ||
       options.max_delay == absl::InfiniteDuration()) {
     return absl::InvalidArgumentError(

@@ -50,7 +50,8 @@ namespace posewire::client {
 
 struct FrameBatcherOptions {
   // Characters per tick: a batch is sent as soon as this many are waiting.
-  // 0: batches are sent by max_delay, max_characters or Flush().
+  // 0: batches are sent by max_delay, max_characters or Flush(). At most
+  // max_characters.
   int expected_characters = 0;
   // Most characters in one frame; at most the server's
   // limits.max_characters_per_batch (GetInfo; 1024 by default).

@@ -309,10 +309,12 @@ TEST_F(FrameBatcherTest, BadArgumentsAndOptionsAreRefusedWithoutSending) {
       {.expected_characters = -1},
       {.max_characters = 0},
       {.max_delay = -absl::Milliseconds(1)},
-      {.max_delay = absl::InfiniteDuration()}};
-  const char* const fields[] = {"expected_characters", "max_characters",
-                                "max_delay", "max_delay"};
-  for (int k = 0; k < 4; ++k) {
+      {.max_delay = absl::InfiniteDuration()},
+      {.expected_characters = 65}};
+  const char* const fields[] = {
+      "expected_characters", "max_characters", "max_delay", "max_delay",
+      "expected_characters: 65 exceeds max_characters 64"};
+  for (int k = 0; k < 5; ++k) {
     FrameBatcher batcher(*session, bad_options[k]);
     const absl::StatusOr<v1::CharacterResult> r =
         batcher.Submit(FrameOf(0, 0), kDt).get();

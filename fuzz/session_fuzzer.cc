@@ -39,11 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while (reader.Next(&request)) {
     response.Clear();
     session.Handle(request, &response);
+    if (!posewire::fuzz::AnsweredInKind(request, response)) __builtin_trap();
     if (request.has_frame()) {
-      if (!response.has_frame() ||
-          response.frame().sequence() != request.frame().sequence()) {
-        __builtin_trap();  // a frame is answered by its own FrameResult
-      }
       for (const auto& character : response.frame().characters()) {
         if (character.status().code() != 0) continue;
         posewire::fuzz::CheckSolvedPose(
@@ -56,10 +53,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                            "' model_pose"));
         }
       }
-    } else if (request.has_query()) {
-      if (!response.has_query()) __builtin_trap();
-    } else if (!response.has_registered()) {
-      __builtin_trap();  // everything else is answered by a Registered
     }
     posewire::fuzz::CheckSerialises(response);
   }

@@ -31,4 +31,21 @@ void AppendSessionMessage(const v1::SessionRequest& request, std::string* out) {
   out->append(bytes);
 }
 
+bool AnsweredInKind(const v1::SessionRequest& request,
+                    const v1::SessionResponse& response) {
+  switch (request.message_case()) {
+    case v1::SessionRequest::kFrame:
+      return response.has_frame() &&
+             response.frame().sequence() == request.frame().sequence();
+    case v1::SessionRequest::kQuery:
+      return response.has_query();
+    case v1::SessionRequest::kSnapshot:
+      return response.has_snapshot();
+    case v1::SessionRequest::kResume:
+      return response.has_resume();
+    default:
+      return response.has_registered();
+  }
+}
+
 }  // namespace posewire::fuzz

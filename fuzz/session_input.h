@@ -35,6 +35,13 @@ class SessionInputReader {
 // Appends `request` to `out` in the format above.
 void AppendSessionMessage(const v1::SessionRequest& request, std::string* out);
 
+// Whether `response` is the answer Session::Handle owes `request`: its own
+// FrameResult (same sequence) for a frame, a QueryResult for a query, a
+// snapshot for a snapshot request, a ResumeResult for a resume, and a
+// Registered for everything else (registrations and an empty request).
+bool AnsweredInKind(const v1::SessionRequest& request,
+                    const v1::SessionResponse& response);
+
 }  // namespace posewire::fuzz
 
 #endif  // POSEWIRE_FUZZ_SESSION_INPUT_H_

@@ -93,16 +93,14 @@ TEST(SessionFuzzRegressions, EveryMessageGetsItsAnswer) {
     while (reader.Next(&request)) {
       v1::SessionResponse response;
       session.Handle(request, &response);
+      ASSERT_TRUE(fuzz::AnsweredInKind(request, response))
+          << request.message_case();
       if (request.has_frame()) {
-        ASSERT_TRUE(response.has_frame());
-        EXPECT_EQ(response.frame().sequence(), request.frame().sequence());
         for (const v1::CharacterResult& c : response.frame().characters()) {
           if (c.status().code() != 0) continue;
           ExpectSolvedPose(c.pose());
           if (c.has_model_pose()) ExpectSolvedPose(c.model_pose());
         }
-      } else {
-        ASSERT_TRUE(response.has_registered());
       }
     }
   }

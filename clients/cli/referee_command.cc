@@ -17,6 +17,7 @@
 #include "clients/cli/cli_common.h"
 #include "server/wire/wire_convert.h"
 #include "solver_core/io/asset_reader.h"
+#include "solver_core/model/local_to_model.h"
 #include "solver_core/model/pose.h"
 #include "solver_core/pose_ops/sampling_job.h"
 
@@ -132,15 +133,16 @@ google::protobuf::RepeatedPtrField<v1::Hitbox> AutoHitboxes(
     const Skeleton& skeleton) {
   const int n = skeleton.num_joints();
   // The rest pose's extent in model space.
-  std::vector<Transform> model(n);
+  ModelPose model(n);
+  LocalToModelJob{.skeleton = &skeleton,
+                  .input = skeleton.rest_pose(),
+                  .output = absl::MakeSpan(model)}
+      .RunUnchecked();  // a skeleton's rest pose is valid by construction
   Eigen::Vector3f lo = Eigen::Vector3f::Constant(INFINITY);
   Eigen::Vector3f hi = -lo;
-  for (int j = 0; j < n; ++j) {
-    const int p = skeleton.parent(j);
-    model[j] = p == kNoParent ? skeleton.rest_pose()[j]
-                              : Combine(model[p], skeleton.rest_pose()[j]);
-    lo = lo.cwiseMin(model[j].translation);
-    hi = hi.cwiseMax(model[j].translation);
+  for (const Transform& t : model) {
+    lo = lo.cwiseMin(t.translation);
+    hi = hi.cwiseMax(t.translation);
   }
   const float extent = (hi - lo).maxCoeff();
   google::protobuf::RepeatedPtrField<v1::Hitbox> out;

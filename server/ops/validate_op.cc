@@ -41,12 +41,13 @@ class Validate final : public PreparedOp {
   absl::Status Run(OpFrame& frame) const override {
     const Skeleton& skeleton = frame.skeleton;
     const int n = skeleton.num_joints();
-    // This frame's claim (checked by CheckUpdate), or the op's own.
+    // This frame's claim, or the op's own. CheckUpdate checked the claim
+    // whole, so it is only unpacked here.
     thread_local LocalPose updated;
     absl::Span<const Transform> claimed = claimed_;
     if (frame.update != nullptr && frame.update->has_claimed()) {
-      if (absl::Status s = PoseFromProtoInto(frame.update->claimed(), skeleton,
-                                             frame.field.str(), updated);
+      if (absl::Status s = UnpackPoseInto(frame.update->claimed().transforms(),
+                                          n, frame.field.str(), updated);
           !s.ok()) {
         return s;
       }

@@ -55,7 +55,8 @@ void PackTransform(const Transform& t, float* f) {
   f[9] = t.scale.z();
 }
 
-// Unpacks `joints` transforms into `out` (resized; its capacity reused).
+}  // namespace
+
 absl::Status UnpackPoseInto(
     const google::protobuf::RepeatedField<float>& floats, int joints,
     absl::string_view field, std::vector<Transform>& out) {
@@ -73,6 +74,8 @@ absl::Status UnpackPoseInto(
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 absl::StatusOr<std::vector<Transform>> UnpackPose(
     const google::protobuf::RepeatedField<float>& floats, int joints,

@@ -44,6 +44,11 @@ absl::StatusOr<LocalPose> PoseFromProto(const v1::Pose& proto,
 // after an error).
 absl::Status PoseFromProtoInto(const v1::Pose& proto, const Skeleton& skeleton,
                                absl::string_view field, LocalPose& out);
+// The pose's floats into `out` for `joints` joints (sizes checked, values
+// not): for a pose already checked once (an op update its op checked).
+absl::Status UnpackPoseInto(
+    const google::protobuf::RepeatedField<float>& floats, int joints,
+    absl::string_view field, std::vector<Transform>& out);
 // A pose of as many joints as `proto` holds (a multiple of 10 floats, at
 // most kMaxSkeletonJoints joints), values unchecked: for state that its
 // job checks against the skeleton when it runs.

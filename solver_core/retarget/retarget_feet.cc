@@ -19,6 +19,7 @@ using retarget_internal::MakeRetargetLimb;
 using retarget_internal::ModelOf;
 using retarget_internal::RetargetLimb;
 using retarget_internal::SolveRetargetLimb;
+using retarget_internal::Toward;
 using retarget_internal::ValidatePassInputs;
 
 // Relative distance beyond a leg's reach that is rounding, not a drag.
@@ -38,13 +39,6 @@ absl::Status CheckNonNegative(float v, absl::string_view field) {
 }
 
 float Smoothstep(float t) { return t * t * (3.0f - 2.0f * t); }
-
-// From a to b by w; b itself at w = 1 (a held foot stays put to the bit).
-Eigen::Vector3f Toward(const Eigen::Vector3f& a, const Eigen::Vector3f& b,
-                       float w) {
-  if (w == 1.0f) return b;
-  return a + (b - a) * w;
-}
 
 }  // namespace
 

@@ -15,6 +15,7 @@ using retarget_internal::MakeRetargetLimb;
 using retarget_internal::ModelOf;
 using retarget_internal::RetargetLimb;
 using retarget_internal::SolveRetargetLimb;
+using retarget_internal::Toward;
 using retarget_internal::ValidatePassInputs;
 
 constexpr const char* kArmNames[kRetargetHands] = {"left_arm", "right_arm"};
@@ -83,9 +84,8 @@ absl::Status RetargetHandsJob::Run() const {
     const Eigen::Vector3f scaled =
         tgt_pelvis +
         (src_model[arm.source_end].translation - src_pelvis) * scale;
-    const float w = options.scaled_source_weight;
     const Eigen::Vector3f goal =
-        w == 1.0f ? scaled : transferred + (scaled - transferred) * w;
+        Toward(transferred, scaled, options.scaled_source_weight);
     const Eigen::Vector3f shoulder = tgt_model[arm.upper].translation;
     const float upper = (forearm.translation - shoulder).norm();
     const float lower = (transferred - forearm.translation).norm();

@@ -54,6 +54,14 @@ absl::StatusOr<RetargetLimb> MakeRetargetLimb(const RetargetMap& map,
                                               absl::string_view chain_name,
                                               const LimbWords& words);
 
+// From a to b by w; b itself at w = 1 (a held foot stays put to the bit,
+// a hand goal is the scaled source's own point).
+inline Eigen::Vector3f Toward(const Eigen::Vector3f& a,
+                              const Eigen::Vector3f& b, float w) {
+  if (w == 1.0f) return b;
+  return a + (b - a) * w;
+}
+
 // Model transforms of a local pose.
 std::vector<Transform> ModelOf(const Skeleton& s,
                                absl::Span<const Transform> local);

@@ -2,46 +2,75 @@
 # The Python package as a user installs it: `pip install` of a copy of
 # clients/python (offline, Debian's Python and packages, no build
 # isolation) into a temporary target, which generates the posewire.v1
-# message classes into the installed package. Then, with only that target
-# on PYTHONPATH (no source tree, no POSEWIRE_PYTHON_STUBS), pytest runs the
-# package's tests, and the examples and the README's example run against a
-# real posewire-server.
+# message classes into the installed package and builds posewire._core
+# with CMake. Then, with only that target on PYTHONPATH (no source tree, no
+# POSEWIRE_PYTHON_STUBS), pytest runs the package's tests, and the examples
+# and the README's example run against a real posewire-server.
 #
-# With CORE_MODULE (the built posewire._core), the package installs it, and
-# the tests of posewire.local (the core in process) must run, not skip: it
-# replays the recorded Solve answers and matches the server bit for bit.
-# Without it (the sanitizer builds leave the extension out), the examples
-# and README blocks that use posewire.local are skipped, and say so.
+# With CORE_BUILD_DIR (a CMake build tree of SOURCE_DIR that has the target
+# posewire_python_core), pip builds the core there (POSEWIRE_CMAKE_BUILD_DIR:
+# up to date after the suite's build, so nothing is recompiled), and the
+# tests of posewire.local (the core in process) must run, not skip: they
+# replay the recorded Solve answers and match the server bit for bit. A
+# second install takes the same extension prebuilt (POSEWIRE_CORE_MODULE),
+# and a third shows the message when there is nothing to build it from.
+# Without it (the sanitizer builds leave the extension out), the package is
+# installed with POSEWIRE_BUILD_CORE=0, and the examples and README blocks
+# that use posewire.local are skipped, and say so.
 #
-# usage: python_package_e2e.sh SERVER_BINARY PYTHON SOURCE_DIR [CORE_MODULE]
+# usage: python_package_e2e.sh SERVER_BINARY PYTHON SOURCE_DIR [CORE_BUILD_DIR]
 #   SOURCE_DIR: the repository (clients/python, proto/ and tests/data are read)
 set -euo pipefail
 
 server_bin=$1
 python=$2
 source_dir=$3
-core_module=${4:-}
+core_build_dir=${4:-}
 # shellcheck source=SCRIPTDIR/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # A copy, so that the in-tree build leaves nothing in the source tree.
 cp -r "$source_dir/clients/python" "$work/src"
 rm -rf "$work/src/build" "$work/src"/*.egg-info
-export POSEWIRE_PROTO_DIR=$source_dir/proto
-if [[ -n $core_module ]]; then
-  export POSEWIRE_CORE_MODULE=$core_module POSEWIRE_REQUIRE_CORE=1
+export POSEWIRE_SOURCE_DIR=$source_dir
+# pip_install TARGET LOG: the package from the copy into TARGET.
+pip_install() {
+  "$python" -m pip install --quiet --no-build-isolation --no-deps --no-index \
+    --disable-pip-version-check --root-user-action=ignore \
+    --target "$1" "$work/src" >"$2" 2>&1
+}
+if [[ -n $core_build_dir ]]; then
+  export POSEWIRE_CMAKE_BUILD_DIR=$core_build_dir POSEWIRE_REQUIRE_CORE=1
+else
+  export POSEWIRE_BUILD_CORE=0
 fi
-"$python" -m pip install --quiet --no-build-isolation --no-deps --no-index \
-  --disable-pip-version-check --root-user-action=ignore \
-  --target "$work/site" "$work/src" >"$work/pip.log" 2>&1 ||
+pip_install "$work/site" "$work/pip.log" ||
   { cat "$work/pip.log"; fail "pip install of clients/python failed"; }
 for stub in types_pb2 operations_pb2 posewire_pb2 posewire_pb2_grpc; do
   [[ -f $work/site/posewire/v1/$stub.py ]] ||
     fail "the installed package lacks posewire/v1/$stub.py"
 done
-if [[ -n $core_module ]]; then
-  compgen -G "$work/site/posewire/_core.*" >/dev/null ||
-    fail "the installed package lacks posewire/_core (POSEWIRE_CORE_MODULE)"
+core_module=
+if [[ -n $core_build_dir ]]; then
+  core_module=$(compgen -G "$work/site/posewire/_core.*") ||
+    fail "pip did not build posewire/_core into the installed package"
+  built=$(compgen -G "$core_build_dir/clients/python/stubs/posewire/_core.*")
+  cmp -s "$core_module" "$built" ||
+    fail "the installed posewire/_core is not the one CMake built ($built)"
+  # The same extension, prebuilt: installed as it is, nothing built.
+  POSEWIRE_CORE_MODULE=$built POSEWIRE_CMAKE_BUILD_DIR=/nonexistent \
+    pip_install "$work/site-prebuilt" "$work/pip-prebuilt.log" ||
+    { cat "$work/pip-prebuilt.log"; fail "pip install with POSEWIRE_CORE_MODULE failed"; }
+  cmp -s "$built" "$(compgen -G "$work/site-prebuilt/posewire/_core.*")" ||
+    fail "POSEWIRE_CORE_MODULE was not installed as it is"
+  # Nothing to build the core from: a message that says what to do.
+  if POSEWIRE_SOURCE_DIR=$work/src POSEWIRE_PROTO_DIR=$source_dir/proto pip_install "$work/site-none" \
+    "$work/pip-none.log"; then
+    fail "pip install without a source tree to build the core succeeded"
+  fi
+  grep -q "no CMakeLists.txt in .*POSEWIRE_BUILD_CORE=0" <(tr '\n' ' ' <"$work/pip-none.log") ||
+    { cat "$work/pip-none.log"; fail "no clear message without a source tree"; }
+  echo "pip install: core built by CMake, prebuilt core, and the missing-source message: ok"
 fi
 
 # uses_core FILE: whether an example or README block needs posewire._core.

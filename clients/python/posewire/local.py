@@ -35,9 +35,10 @@ def _require_core():
     if _core is None:
         raise ImportError(
             "posewire.local: the in-process core posewire._core is not "
-            "installed; build it (CMake target posewire_python_core, with "
-            "Debian's pybind11-dev and python3-dev) and pip-install with "
-            f"POSEWIRE_CORE_MODULE=<its .so> ({_import_error})")
+            "installed; pip-install the package from the repository with "
+            "Debian's pybind11-dev and python3-dev present, which builds "
+            "it (not with POSEWIRE_BUILD_CORE=0), or use a CMake build's "
+            f"env.sh ({_import_error})")
     return _core
 
 

@@ -193,29 +193,37 @@ absl::Status CheckOpUpdate(const v1::OpUpdate& update,
             : "a ",
         ops, " op takes this update"));
   }
-  for (auto [set, value, leaf] :
-       {std::tuple{update.has_target(), &update.target(), ".target"},
-        std::tuple{update.has_bend_goal(), &update.bend_goal(), ".bend_goal"},
-        std::tuple{update.has_pole_vector(), &update.pole_vector(),
-                   ".pole_vector"},
-        std::tuple{update.has_gravity(), &update.gravity(), ".gravity"},
-        std::tuple{update.has_external_force(), &update.external_force(),
-                   ".external_force"}}) {
-    // The name is built only for the error (see field_name.h).
-    if (set && !Vec3FromProto(*value, {}).ok()) {
-      return Vec3FromProto(*value, where(leaf)).status();
+  // Finite values, only for the inputs the update sent. Names are built
+  // only for an error (field_name.h).
+  struct VectorInput {
+    uint32_t input;
+    const v1::Vec3& (v1::OpUpdate::*value)() const;
+    absl::string_view leaf;
+  };
+  static constexpr VectorInput kVectors[] = {
+      {kUpdateTarget, &v1::OpUpdate::target, ".target"},
+      {kUpdateBendGoal, &v1::OpUpdate::bend_goal, ".bend_goal"},
+      {kUpdatePoleVector, &v1::OpUpdate::pole_vector, ".pole_vector"},
+      {kUpdateGravity, &v1::OpUpdate::gravity, ".gravity"},
+      {kUpdateExternalForce, &v1::OpUpdate::external_force,
+       ".external_force"}};
+  for (const VectorInput& v : kVectors) {
+    if ((sent & v.input) == 0) continue;
+    const v1::Vec3& value = (update.*v.value)();
+    if (!std::isfinite(value.x()) || !std::isfinite(value.y()) ||
+        !std::isfinite(value.z())) {
+      return Vec3FromProto(value, where(v.leaf)).status();
     }
   }
-  for (auto [set, value, leaf, what] :
-       {std::tuple{update.has_time(), update.time(), ".time", "time"},
-        std::tuple{update.has_weight(), update.weight(), ".weight",
-                   "weight"}}) {
-    if (set && !std::isfinite(value)) {
+  for (auto [input, value, leaf, what] :
+       {std::tuple{kUpdateTime, update.time(), ".time", "time"},
+        std::tuple{kUpdateWeight, update.weight(), ".weight", "weight"}}) {
+    if ((sent & input) != 0 && !std::isfinite(value)) {
       return absl::InvalidArgumentError(
           absl::StrCat(where(leaf), ": ", value, " is not a finite ", what));
     }
   }
-  if (update.has_end_rotation() &&
+  if ((sent & kUpdateEndRotation) != 0 &&
       !QuatFromProto(update.end_rotation(), {}).ok()) {
     return QuatFromProto(update.end_rotation(), where(".end_rotation"))
         .status();

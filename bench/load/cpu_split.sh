@@ -11,8 +11,10 @@
 #  1. service only (--baseline=false): the server's CPU time (from
 #     /proc/PID/stat) and the generator's (GNU time) over the answered
 #     character-frames;
-#  2. service then in-process baseline: the generator's CPU time minus its
-#     service part (per-frame cost from run 1) over the baseline's frames.
+#  2. service then in-process baseline (no echo phase: its child server's
+#     CPU would count as the generator's): the generator's CPU time minus
+#     its service part (per-frame cost from run 1) over the baseline's
+#     frames.
 # Prints the three costs and the ratio they imply when the CPU is the limit,
 # with and without the generator's share.
 set -euo pipefail
@@ -54,7 +56,7 @@ frames() {
 before=$(server_cpu)
 load service --baseline=false
 after=$(server_cpu)
-load both
+load both --echo=false
 
 awk -v server="$(awk -v a="$after" -v b="$before" 'BEGIN { print a - b }')" \
   -v client="$(awk '{ print $1 + $2 }' "$work/service.time")" \

@@ -1,6 +1,8 @@
 // posewire-load's capacity search: the highest paced rate a target holds
 // with its p99 latency under a threshold, found by doubling the rate until
-// it fails and then bisecting, each step one short window.
+// it fails and then bisecting. Each rate is judged by a majority of a few
+// short windows, so that one unlucky window on a shared machine does not
+// send the search down (or one lucky one up).
 #ifndef POSEWIRE_CLIENTS_LOAD_CAPACITY_SEARCH_H_
 #define POSEWIRE_CLIENTS_LOAD_CAPACITY_SEARCH_H_
 
@@ -20,6 +22,9 @@ struct SearchOptions {
   int refine_steps = 4;
   // Doublings tried before giving up on finding a failing rate.
   int max_doublings = 8;
+  // Windows per rate, at most: the rate holds when most of them hold, and
+  // no more windows run once that is decided (odd; 1: one window decides).
+  int tries_per_rate = 3;
   int senders = 1;
 };
 
@@ -35,8 +40,8 @@ struct Capacity {
   std::string target;
   // The highest rate that held (0: not even the start rate held).
   double rate_per_sender = 0;
-  // What the target answered at that rate: messages/s, character-frames/s
-  // and p99 in microseconds.
+  // What the target answered at that rate, in its holding window with the
+  // highest p99: messages/s, character-frames/s and p99 in microseconds.
   double messages_per_second = 0;
   double character_frames_per_second = 0;
   double p99_us = 0;
@@ -44,7 +49,8 @@ struct Capacity {
 };
 
 // Runs `window(rate)` (one short phase at `rate` Hz per sender) as the
-// search needs, printing one line per window.
+// search needs, printing one line per window. `options.tries_per_rate`
+// must be odd and at least 1.
 Capacity SearchCapacity(const std::string& target, const SearchOptions& options,
                         const std::function<PhaseResult(double rate)>& window);
 

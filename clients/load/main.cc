@@ -116,6 +116,9 @@ ABSL_FLAG(double, search_window, 2.0,
           "0.2).");
 ABSL_FLAG(int, search_steps, 4,
           "Capacity search: bisection steps after the first failing rate.");
+ABSL_FLAG(int, search_tries, 3,
+          "Capacity search: windows per rate, at most (odd); a rate holds "
+          "when most of them hold.");
 
 namespace posewire::load {
 namespace {
@@ -336,12 +339,14 @@ int Main() {
     return 2;
   }
   const bool search = absl::GetFlag(FLAGS_capacity_search);
+  const int tries = absl::GetFlag(FLAGS_search_tries);
   if (search && (absl::GetFlag(FLAGS_p99_ms) <= 0 ||
                  absl::GetFlag(FLAGS_search_window) <= 0 ||
-                 absl::GetFlag(FLAGS_search_steps) < 0)) {
+                 absl::GetFlag(FLAGS_search_steps) < 0 || tries < 1 ||
+                 tries % 2 == 0)) {
     std::fprintf(stderr,
                  "--p99_ms and --search_window must be > 0, --search_steps "
-                 ">= 0\n");
+                 ">= 0, --search_tries odd and >= 1\n");
     return 2;
   }
 
@@ -408,13 +413,14 @@ int Main() {
       .p99_us = absl::GetFlag(FLAGS_p99_ms) * 1000,
       .refine_steps = absl::GetFlag(FLAGS_search_steps),
       .max_doublings = 8,
+      .tries_per_rate = tries,
       .senders = c.senders};
   const SearchOptions* how = search ? &search_options : nullptr;
   if (search) {
     std::printf(
-        "capacity search: p99 <= %.3g ms, windows of %.2f s from %.1f "
-        "Hz/sender\n",
-        absl::GetFlag(FLAGS_p99_ms), absl::GetFlag(FLAGS_search_window),
+        "capacity search: p99 <= %.3g ms, windows of %.2f s (a rate holds "
+        "in most of %d) from %.1f Hz/sender\n",
+        absl::GetFlag(FLAGS_p99_ms), absl::GetFlag(FLAGS_search_window), tries,
         search_options.start_rate);
   }
 
@@ -511,9 +517,10 @@ int Main() {
         c.duration, w.joints, *generator_cpus, search ? "true" : "false",
         TargetJson(network, search));
     if (search) {
-      out << absl::StrFormat(", \"p99_ms\": %.3f, \"search_window\": %.3f",
-                             absl::GetFlag(FLAGS_p99_ms),
-                             absl::GetFlag(FLAGS_search_window));
+      out << absl::StrFormat(
+          ", \"p99_ms\": %.3f, \"search_window\": %.3f, \"search_tries\": %d",
+          absl::GetFlag(FLAGS_p99_ms), absl::GetFlag(FLAGS_search_window),
+          tries);
     }
     if (echo) {
       out << ", \"echo\": " << TargetJson(echoed, search)

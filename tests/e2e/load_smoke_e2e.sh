@@ -61,6 +61,7 @@ grep -q "ratio service/echo: .* (capacity at p99" "$work/capacity.log" \
 import json, math, sys
 report = json.load(open(sys.argv[1]))
 assert report["capacity_search"] is True
+assert report["search_tries"] == 3, report["search_tries"]
 for target in ("service", "echo", "in_process"):
     c = report[target]
     print(f"{target}: {c['messages_per_second']} messages/s at "

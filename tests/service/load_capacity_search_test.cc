@@ -72,7 +72,8 @@ TEST(HoldsRate, EveryConditionCounts) {
 
 TEST(SearchCapacity, DoublesThenBisectsToWithinTheLastStep) {
   Saturating target(700);
-  const SearchOptions options{.start_rate = 60, .refine_steps = 4};
+  const SearchOptions options{
+      .start_rate = 60, .refine_steps = 4, .tries_per_rate = 1};
   const Capacity c = SearchCapacity("echo", options, std::ref(target));
   // 60, 120, 240, 480 hold; 960 fails; then 720, 600, 660, 690.
   const std::vector<double> expected = {60,  120, 240, 480, 960,
@@ -92,7 +93,8 @@ TEST(SearchCapacity, DoublesThenBisectsToWithinTheLastStep) {
 TEST(SearchCapacity, AStartRateThatFailsIsBisectedDownwards) {
   Saturating target(20);
   const Capacity c = SearchCapacity(
-      "service", SearchOptions{.start_rate = 60, .refine_steps = 3},
+      "service", SearchOptions{
+          .start_rate = 60, .refine_steps = 3, .tries_per_rate = 1},
       std::ref(target));
   // 60 fails; 30 fails; 15 holds; 22.5 fails.
   const std::vector<double> expected = {60, 30, 15, 22.5};
@@ -103,7 +105,9 @@ TEST(SearchCapacity, AStartRateThatFailsIsBisectedDownwards) {
 TEST(SearchCapacity, NothingHoldsGivesZero) {
   const auto never = [](double rate) { return Window(rate, 1, 1e6); };
   const Capacity c = SearchCapacity(
-      "broken", SearchOptions{.start_rate = 60, .refine_steps = 2}, never);
+      "broken", SearchOptions{
+          .start_rate = 60, .refine_steps = 2, .tries_per_rate = 1},
+      never);
   EXPECT_EQ(c.rate_per_sender, 0);
   EXPECT_EQ(c.windows, 3);
   EXPECT_THAT(CapacityJson(c), HasSubstr("\"rate_per_sender\": 0.000"));
@@ -112,7 +116,8 @@ TEST(SearchCapacity, NothingHoldsGivesZero) {
 TEST(SearchCapacity, ATargetThatNeverFailsReportsTheLastRateAsAFloor) {
   Saturating target(1e12);
   const Capacity c = SearchCapacity(
-      "local", SearchOptions{.start_rate = 10, .max_doublings = 3},
+      "local", SearchOptions{
+          .start_rate = 10, .max_doublings = 3, .tries_per_rate = 1},
       std::ref(target));
   const std::vector<double> expected = {10, 20, 40, 80};
   EXPECT_EQ(target.rates_tried, expected);
@@ -127,11 +132,72 @@ TEST(SearchCapacity, SendersMultiplyTheOfferedRate) {
   Saturating target(100, 4);
   const Capacity c = SearchCapacity(
       "service",
-      SearchOptions{.start_rate = 50, .refine_steps = 2, .senders = 4},
+      SearchOptions{.start_rate = 50,
+                    .refine_steps = 2,
+                    .tries_per_rate = 1,
+                    .senders = 4},
       std::ref(target));
   // 50, 100 hold; 200 fails; 150 fails; 125 fails.
   EXPECT_DOUBLE_EQ(c.rate_per_sender, 100);
   EXPECT_DOUBLE_EQ(c.messages_per_second, 400);
+}
+
+// A target on a shared machine: it holds up to `capacity`, but every
+// `glitch_every`-th window fails whatever the rate (a neighbour's burst).
+struct Glitchy {
+  Glitchy(double capacity, int glitch_every)
+      : target(capacity), glitch_every(glitch_every) {}
+
+  Saturating target;
+  int glitch_every;
+  int windows = 0;
+
+  PhaseResult operator()(double rate) {
+    if (++windows % glitch_every == 0) {
+      target.rates_tried.push_back(rate);
+      return Window(rate, 1, 5000);
+    }
+    return target(rate);
+  }
+};
+
+TEST(SearchCapacity, AMajorityOfWindowsDecidesEachRate) {
+  // Every third window fails: one window per rate would settle on 60 (the
+  // third window, 240, fails) and bisect down from there; three per rate
+  // outvote each glitch.
+  Glitchy one(700, 3);
+  const Capacity alone = SearchCapacity(
+      "service",
+      SearchOptions{.start_rate = 60, .refine_steps = 4, .tries_per_rate = 1},
+      std::ref(one));
+  EXPECT_LT(alone.rate_per_sender, 240);
+
+  Glitchy glitchy(700, 3);
+  const Capacity c = SearchCapacity(
+      "service", SearchOptions{.start_rate = 60, .refine_steps = 4},
+      std::ref(glitchy));
+  EXPECT_DOUBLE_EQ(c.rate_per_sender, 690);
+  // Two windows per rate when the first two agree, three when a glitch
+  // splits them: 9 rates, of which 120, 240, 480, 660 and 690 were split.
+  EXPECT_EQ(c.windows, static_cast<int>(glitchy.target.rates_tried.size()));
+  EXPECT_EQ(c.windows, 9 * 2 + 5);
+  EXPECT_DOUBLE_EQ(c.p99_us, 200);
+}
+
+TEST(SearchCapacity, AHeldRateReportsItsWorstHoldingWindow) {
+  // At 60 Hz the windows' p99 are 300, 900 and (never run) 100 us: the
+  // first two hold, and the report takes the 900 us one.
+  std::vector<double> p99s = {300, 900, 100};
+  size_t next = 0;
+  const auto target = [&](double rate) {
+    if (rate > 60) return Window(rate, 1, 5000);
+    return Window(rate, 1, p99s[next++ % p99s.size()]);
+  };
+  const Capacity c = SearchCapacity(
+      "echo", SearchOptions{.start_rate = 60, .refine_steps = 0}, target);
+  EXPECT_DOUBLE_EQ(c.rate_per_sender, 60);
+  EXPECT_DOUBLE_EQ(c.p99_us, 900);
+  EXPECT_EQ(c.windows, 4);  // 60 held twice; 120 failed twice
 }
 
 }  // namespace

@@ -340,10 +340,10 @@ int Main() {
   }
   const bool search = absl::GetFlag(FLAGS_capacity_search);
   const int tries = absl::GetFlag(FLAGS_search_tries);
-  if (search && (absl::GetFlag(FLAGS_p99_ms) <= 0 ||
-                 absl::GetFlag(FLAGS_search_window) <= 0 ||
-                 absl::GetFlag(FLAGS_search_steps) < 0 || tries < 1 ||
-                 tries % 2 == 0)) {
+  if (search &&
+      (absl::GetFlag(FLAGS_p99_ms) <= 0 ||
+       absl::GetFlag(FLAGS_search_window) <= 0 ||
+       absl::GetFlag(FLAGS_search_steps) < 0 || tries < 1 || tries % 2 == 0)) {
     std::fprintf(stderr,
                  "--p99_ms and --search_window must be > 0, --search_steps "
                  ">= 0, --search_tries odd and >= 1\n");

@@ -205,8 +205,7 @@ absl::Status CheckOpUpdate(const v1::OpUpdate& update,
       {kUpdateBendGoal, &v1::OpUpdate::bend_goal, ".bend_goal"},
       {kUpdatePoleVector, &v1::OpUpdate::pole_vector, ".pole_vector"},
       {kUpdateGravity, &v1::OpUpdate::gravity, ".gravity"},
-      {kUpdateExternalForce, &v1::OpUpdate::external_force,
-       ".external_force"}};
+      {kUpdateExternalForce, &v1::OpUpdate::external_force, ".external_force"}};
   for (const VectorInput& v : kVectors) {
     if ((sent & v.input) == 0) continue;
     const v1::Vec3& value = (update.*v.value)();

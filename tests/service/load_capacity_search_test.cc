@@ -93,8 +93,8 @@ TEST(SearchCapacity, DoublesThenBisectsToWithinTheLastStep) {
 TEST(SearchCapacity, AStartRateThatFailsIsBisectedDownwards) {
   Saturating target(20);
   const Capacity c = SearchCapacity(
-      "service", SearchOptions{
-          .start_rate = 60, .refine_steps = 3, .tries_per_rate = 1},
+      "service",
+      SearchOptions{.start_rate = 60, .refine_steps = 3, .tries_per_rate = 1},
       std::ref(target));
   // 60 fails; 30 fails; 15 holds; 22.5 fails.
   const std::vector<double> expected = {60, 30, 15, 22.5};
@@ -105,8 +105,8 @@ TEST(SearchCapacity, AStartRateThatFailsIsBisectedDownwards) {
 TEST(SearchCapacity, NothingHoldsGivesZero) {
   const auto never = [](double rate) { return Window(rate, 1, 1e6); };
   const Capacity c = SearchCapacity(
-      "broken", SearchOptions{
-          .start_rate = 60, .refine_steps = 2, .tries_per_rate = 1},
+      "broken",
+      SearchOptions{.start_rate = 60, .refine_steps = 2, .tries_per_rate = 1},
       never);
   EXPECT_EQ(c.rate_per_sender, 0);
   EXPECT_EQ(c.windows, 3);
@@ -116,8 +116,8 @@ TEST(SearchCapacity, NothingHoldsGivesZero) {
 TEST(SearchCapacity, ATargetThatNeverFailsReportsTheLastRateAsAFloor) {
   Saturating target(1e12);
   const Capacity c = SearchCapacity(
-      "local", SearchOptions{
-          .start_rate = 10, .max_doublings = 3, .tries_per_rate = 1},
+      "local",
+      SearchOptions{.start_rate = 10, .max_doublings = 3, .tries_per_rate = 1},
       std::ref(target));
   const std::vector<double> expected = {10, 20, 40, 80};
   EXPECT_EQ(target.rates_tried, expected);
@@ -130,13 +130,12 @@ TEST(SearchCapacity, ATargetThatNeverFailsReportsTheLastRateAsAFloor) {
 
 TEST(SearchCapacity, SendersMultiplyTheOfferedRate) {
   Saturating target(100, 4);
-  const Capacity c = SearchCapacity(
-      "service",
-      SearchOptions{.start_rate = 50,
-                    .refine_steps = 2,
-                    .tries_per_rate = 1,
-                    .senders = 4},
-      std::ref(target));
+  const Capacity c = SearchCapacity("service",
+                                    SearchOptions{.start_rate = 50,
+                                                  .refine_steps = 2,
+                                                  .tries_per_rate = 1,
+                                                  .senders = 4},
+                                    std::ref(target));
   // 50, 100 hold; 200 fails; 150 fails; 125 fails.
   EXPECT_DOUBLE_EQ(c.rate_per_sender, 100);
   EXPECT_DOUBLE_EQ(c.messages_per_second, 400);

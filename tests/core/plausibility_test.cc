@@ -13,8 +13,10 @@
 //
 // Honest frames: every frame of every other clip in tests/data (and, apart,
 // of the two clips learnt from), each checked with the two frames before
-// it at 120 Hz and at 60 Hz (both phases), default thresholds: none may be
-// flagged.
+// it at 120 Hz and at 60 Hz (both phases), and the other clips also as
+// ticks of 128 and 100 Hz sample them (poses between the capture's keys),
+// default thresholds: none may be flagged, over at least 10,000 distinct
+// poses.
 //
 // Cheats go into the CMU clips at frames and joints drawn from a
 // std::mt19937 with a fixed start value (draw order per injection:
@@ -36,6 +38,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,6 +70,8 @@ struct Sequence {
   std::string name;
   const Skeleton* skeleton = nullptr;
   std::vector<std::vector<Transform>> frames;
+  // Each frame's time in its clip, seconds.
+  std::vector<float> times;
   float dt = 1.0f / 120.0f;
   float rig_size = 1.0f;
   // The learnt limits mapped onto this rig by joint name, or empty.
@@ -96,10 +101,11 @@ const Asset& LoadAsset(const std::string& file) {
   return *a;
 }
 
-// A clip sampled every `dt` seconds from `start` over its duration.
-std::vector<std::vector<Transform>> SampleClip(const Skeleton& s,
-                                               const Clip& clip, float start,
-                                               float dt) {
+// A clip sampled every `dt` seconds from `start` over its duration; each
+// sample's time goes to `times` when given.
+std::vector<std::vector<Transform>> SampleClip(
+    const Skeleton& s, const Clip& clip, float start, float dt,
+    std::vector<float>* times = nullptr) {
   std::vector<std::vector<Transform>> frames;
   const int count =
       static_cast<int>(std::floor((clip.duration - start) / dt + 1e-3f)) + 1;
@@ -116,6 +122,7 @@ std::vector<std::vector<Transform>> SampleClip(const Skeleton& s,
     job.output = absl::MakeSpan(pose);
     EXPECT_TRUE(job.Run().ok());
     frames.push_back(std::move(pose));
+    if (times != nullptr) times->push_back(job.time);
   }
   return frames;
 }
@@ -244,36 +251,63 @@ Sequence MakeSequence(const std::string& name, const Skeleton& s,
   return q;
 }
 
-// The honest sequences at one tick: BVH clips every `stride`-th frame from
-// `phase`, glTF clips sampled every stride / 120 s from phase / 120 s.
-// With `learnt`, the clips the limits come from instead, and no glTF.
-std::vector<Sequence> HonestSequencesAt(int stride, int phase,
-                                        bool learnt = false) {
+// A game server's tick: every `stride`-th key of a capture from key
+// `phase` (glTF clips: every stride / 120 s from phase / 120 s), or, with
+// `hz`, every 1 / hz s from each clip's first motion frame, so that most
+// samples fall between the capture's keys (interpolated poses, as a client
+// playing the clip at that rate would send).
+struct Tick {
+  int stride = 1;
+  int phase = 0;
+  float hz = 0.0f;
+};
+
+// The honest sequences at one tick. With `learnt`, the clips the limits
+// come from instead, and no glTF.
+std::vector<Sequence> HonestSequences(const Tick& tick, bool learnt = false) {
   std::vector<Sequence> out;
-  const float dt = static_cast<float>(stride) / 120.0f;
+  const float dt = tick.hz > 0.0f ? 1.0f / tick.hz
+                                  : static_cast<float>(tick.stride) / 120.0f;
+  auto add = [&out](const std::string& name, const ImportedAsset& asset,
+                    const Clip& clip, float start, float dt, bool mocap) {
+    std::vector<float> times;
+    Sequence q =
+        MakeSequence(name, asset.skeleton,
+                     SampleClip(asset.skeleton, clip, start, dt, &times), dt,
+                     mocap, asset.clips);
+    q.times = std::move(times);
+    out.push_back(std::move(q));
+  };
   for (const HonestFile& h : learnt ? absl::MakeConstSpan(kLearnBvh)
                                     : absl::MakeConstSpan(kHonestBvh)) {
     const Asset& a = LoadAsset(h.file);
     const Clip& clip = a.asset.clips[0];
     const float key_dt =
         clip.tracks[0].rotation.times[1] - clip.tracks[0].rotation.times[0];
-    const float start = static_cast<float>(phase + h.skip) * key_dt;
-    out.push_back(
-        MakeSequence(h.file, a.asset.skeleton,
-                     SampleClip(a.asset.skeleton, clip, start, key_dt * stride),
-                     key_dt * stride, true, a.asset.clips));
+    if (tick.hz > 0.0f) {
+      add(h.file, a.asset, clip, static_cast<float>(h.skip) * key_dt, dt, true);
+    } else {
+      add(h.file, a.asset, clip,
+          static_cast<float>(tick.phase + h.skip) * key_dt,
+          key_dt * static_cast<float>(tick.stride), true);
+    }
   }
   for (const char* file : kGltfFiles) {
     if (learnt) break;
     const Asset& a = LoadAsset(file);
     for (const Clip& clip : a.asset.clips) {
-      out.push_back(
-          MakeSequence(std::string(file) + " " + clip.name, a.asset.skeleton,
-                       SampleClip(a.asset.skeleton, clip, phase / 120.0f, dt),
-                       dt, false, a.asset.clips));
+      add(std::string(file) + " " + clip.name, a.asset, clip,
+          tick.hz > 0.0f ? 0.0f : static_cast<float>(tick.phase) / 120.0f, dt,
+          false);
     }
   }
   return out;
+}
+
+std::vector<Sequence> HonestSequencesAt(int stride, int phase,
+                                        bool learnt = false) {
+  return HonestSequences({.stride = stride, .phase = phase, .hz = 0.0f},
+                         learnt);
 }
 
 // Runs the check on frame f of `frames` with up to two frames before it.
@@ -563,41 +597,72 @@ TEST(Plausibility, BadInputNamesTheFieldAndJoint) {
 }
 
 // Every honest frame at 120 Hz, and at 60 Hz in both phases (each frame
-// of a 120 Hz clip once), each with the two frames before it.
-struct Tick {
-  int stride;
-  int phase;
-};
-constexpr Tick kTicks[] = {{1, 0}, {2, 0}, {2, 1}};
+// of a 120 Hz clip once), each with the two frames before it; the clips
+// the limits do not come from also at 128 and 100 Hz, game tick rates
+// whose samples mostly fall between the capture's keys and each other's.
+constexpr Tick kTicks[] = {{.stride = 1, .phase = 0, .hz = 0.0f},
+                           {.stride = 2, .phase = 0, .hz = 0.0f},
+                           {.stride = 2, .phase = 1, .hz = 0.0f}};
+constexpr Tick kGameTicks[] = {{.stride = 1, .phase = 0, .hz = 128.0f},
+                               {.stride = 1, .phase = 0, .hz = 100.0f}};
 
 TEST(Plausibility, HonestMotionIsNeverFlagged) {
   for (bool learnt : {false, true}) {
     int frames = 0, ranged = 0, flagged = 0;
-    std::vector<float> worst(8, 0.0f);
-    for (const Tick& tick : kTicks) {
-      for (const Sequence& q :
-           HonestSequencesAt(tick.stride, tick.phase, learnt)) {
+    // Each clip's sample times, for counting distinct poses.
+    std::map<std::string, std::vector<float>> sampled;
+    auto check_all = [&](const std::vector<Sequence>& sequences,
+                         const std::string& tick) {
+      for (const Sequence& q : sequences) {
         for (int f = 0; f < static_cast<int>(q.frames.size()); ++f) {
           const PlausibilityResult r = Check(q, q.frames, f, nullptr);
-          if (tick.stride == 1 || true) ++frames;
+          ++frames;
+          sampled[q.name].push_back(q.times[f]);
           if (!q.limits.empty()) ++ranged;
           if (!r.plausible) {
             ++flagged;
             const PlausibilityViolation& v = r.violations[0];
-            ADD_FAILURE() << q.name << " at 1/" << 120 / tick.stride
-                          << " s, frame " << f << ": "
+            ADD_FAILURE() << q.name << " at " << tick << ", frame " << f << ": "
                           << PlausibilityCheckName(v.check) << " joint "
                           << q.skeleton->joint_name(v.joint) << " measured "
                           << v.measured << " bound " << v.bound;
           }
         }
       }
+    };
+    for (const Tick& tick : kTicks) {
+      check_all(HonestSequences(tick, learnt),
+                absl::StrCat(120 / tick.stride, " Hz"));
     }
-    std::printf("%s: %d frame checks (%d with limits), %d flagged\n",
-                learnt ? "clips the limits come from"
-                       : "clips the limits do not come from",
-                frames, ranged, flagged);
+    if (!learnt) {
+      for (const Tick& tick : kGameTicks) {
+        check_all(HonestSequences(tick), absl::StrCat(tick.hz, " Hz"));
+      }
+    }
+    // Distinct poses: samples of a clip at least 1 ms apart (the capture's
+    // keys are 8.3 ms apart; a BVH's rounded frame time puts a tick that
+    // nominally meets a key up to 0.04 ms off it).
+    int distinct = 0;
+    for (auto& [name, times] : sampled) {
+      std::sort(times.begin(), times.end());
+      float last = -1.0f;
+      for (float t : times) {
+        if (t - last >= 1e-3f) {
+          ++distinct;
+          last = t;
+        }
+      }
+    }
+    std::printf(
+        "%s: %d distinct poses, %d frame checks (%d with limits), %d "
+        "flagged\n",
+        learnt ? "clips the limits come from"
+               : "clips the limits do not come from",
+        distinct, frames, ranged, flagged);
     EXPECT_EQ(flagged, 0);
+    if (!learnt) {
+      EXPECT_GE(distinct, 10000);
+    }
   }
 }
 

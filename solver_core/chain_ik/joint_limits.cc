@@ -139,6 +139,11 @@ EulerRangeScreen MakeEulerRangeScreen(const JointLimit& limit) {
   EulerRangeScreen screen;
   if (limit.type != JointLimitType::kEuler) return screen;
   screen.order = limit.euler_order;
+  const OrderAxes ax = AxesOf(limit.euler_order);
+  screen.first = ax.i;
+  screen.middle = ax.j;
+  screen.last = ax.k;
+  screen.even = ax.even;
   for (int axis = 0; axis < 3; ++axis) {
     const double lo = limit.euler_min[axis];
     const double hi = limit.euler_max[axis];
@@ -160,10 +165,9 @@ bool SurelyWithinEulerRanges(const EulerRangeScreen& screen,
                              const Eigen::Quaternionf& q) {
   if (!screen.usable) return false;
   // The arguments ToEuler passes to atan2, from the same matrix.
-  const OrderAxes ax = AxesOf(screen.order);
-  const int i = ax.i, j = ax.j, k = ax.k;
+  const int i = screen.first, j = screen.middle, k = screen.last;
   const Eigen::Matrix3f m = q.normalized().toRotationMatrix();
-  const float s = ax.even ? 1.0f : -1.0f;
+  const float s = screen.even ? 1.0f : -1.0f;
   const float cos_b = std::sqrt(m(i, i) * m(i, i) + m(i, j) * m(i, j));
   // Near gimbal lock ToEuler takes another path: leave it to the caller.
   // (cos_b also scales the other two angles' directions: above 0.1 the

@@ -114,6 +114,11 @@ struct EulerRangeScreen {
   // too narrow).
   bool usable = false;
   EulerOrder order = EulerOrder::kXYZ;
+  // The order's axes, first to last (ToEuler's i, j, k), and whether they
+  // are a cyclic (even) permutation of x, y, z: kept so that a screen
+  // needs no lookup.
+  int first = 0, middle = 1, last = 2;
+  bool even = true;
   // Per axis (x, y, z): the range's middle direction and the cosine of its
   // shrunk half-width (-2 when the range is the whole circle).
   Eigen::Vector3f cos_mid = Eigen::Vector3f::Zero();

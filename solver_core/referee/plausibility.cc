@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "solver_core/model/deterministic_math.h"
+#include "solver_core/model/internal/simd_lanes.h"
 #include "solver_core/model/pose.h"
 
 namespace posewire {
@@ -16,6 +17,10 @@ constexpr float kPi = static_cast<float>(EIGEN_PI);
 // Bones shorter than this fraction of the rig size compare their change
 // against it instead of their own length.
 constexpr float kMinBoneFraction = 0.02f;
+// The screens in lanes read a pose's transforms as 16-byte rows
+// (translation, rotation, scale, each padded); without that layout every
+// joint takes the scalar path.
+constexpr bool kLanes = kSimdTransformLayout;
 
 Eigen::Quaternionf Conjugate(const Eigen::Quaternionf& q) {
   return Eigen::Quaternionf(q.w(), -q.x(), -q.y(), -q.z());
@@ -74,6 +79,177 @@ absl::Status CheckDt(float dt, const char* field) {
                      "step (time never goes backwards)"));
   }
   return absl::OkStatus();
+}
+
+// conj(p) q for four pairs of quaternions at once (in lanes: x, y, z, w),
+// with the operations Multiply performs on Conjugate(p), in its order.
+inline void MultiplyConjugate(const lanes::F4 p[4], const lanes::F4 q[4],
+                              lanes::F4 out[4]) {
+  using lanes::F4;
+  const F4 pw = p[3], px = -p[0], py = -p[1], pz = -p[2];
+  const F4 qx = q[0], qy = q[1], qz = q[2], qw = q[3];
+  out[0] = (pw * qx + px * qw) + (py * qz - pz * qy);
+  out[1] = (pw * qy - px * qz) + (py * qw + pz * qx);
+  out[2] = (pw * qz + px * qy) + (pz * qw - py * qx);
+  out[3] = (pw * qw - px * qx) - (py * qy + pz * qz);
+}
+
+// The vector part's squared norm of conj(q1) q0, as Eigen's squaredNorm
+// sums it.
+inline lanes::F4 StepSquaredSine(const lanes::F4 q1[4], const lanes::F4 q0[4]) {
+  lanes::F4 step[4];
+  MultiplyConjugate(q1, q0, step);
+  return lanes::SquaredNorm(lanes::V4{step[0], step[1], step[2]});
+}
+
+// Joint j's rotation row (x, y, z, w).
+const float* RotationRow(absl::Span<const Transform> pose, int j) {
+  return pose[static_cast<size_t>(j)].rotation.coeffs().data();
+}
+
+// Bit k set: joint j + k's motion is surely within the velocity screen
+// and, with `previous2`, the acceleration screen of PlausibilityJob::Run
+// (the same quantities, four joints at once); the caller measures the
+// others exactly. The placement is not applied: roots are for the caller.
+int MotionSurelyWithin(absl::Span<const Transform> input,
+                       absl::Span<const Transform> previous,
+                       absl::Span<const Transform> previous2, int j,
+                       float max_step_sin, float dt, float previous_dt,
+                       float max_accel_sum) {
+  using lanes::F4;
+  F4 q0[4], q1[4];
+  lanes::LoadColumns(RotationRow(input, j), RotationRow(input, j + 1),
+                     RotationRow(input, j + 2), RotationRow(input, j + 3), q0);
+  lanes::LoadColumns(RotationRow(previous, j), RotationRow(previous, j + 1),
+                     RotationRow(previous, j + 2), RotationRow(previous, j + 3),
+                     q1);
+  const F4 s0 = lanes::Sqrt(StepSquaredSine(q1, q0));
+  lanes::M4 unsure = lanes::NotLe(s0, lanes::Splat(max_step_sin));
+  if (!previous2.empty()) {
+    F4 q2[4];
+    lanes::LoadColumns(RotationRow(previous2, j), RotationRow(previous2, j + 1),
+                       RotationRow(previous2, j + 2),
+                       RotationRow(previous2, j + 3), q2);
+    const F4 s1 = lanes::Sqrt(StepSquaredSine(q2, q1));
+    unsure = unsure | lanes::NotLe(s0 / lanes::Splat(dt) +
+                                       s1 / lanes::Splat(previous_dt),
+                                   lanes::Splat(max_accel_sum));
+  }
+  return ~lanes::Bits(unsure) & 0xF;
+}
+
+// Bit k set: joint j + k surely passes its range check: no limit, or an
+// Euler limit whose screen (SurelyWithinEulerRanges) is sure, computed for
+// four joints at once. The lanes share one Euler order, the first usable
+// screen's; a joint with another order or another kind of limit is left
+// unsure for the caller's exact check. The same quantities as the scalar
+// screen, summed in another order where that is simpler: the screen's
+// margin (kEulerScreenMargin) is far above rounding, and an unsure joint
+// is measured exactly.
+int RangesSurelyWithin(absl::Span<const JointLimit> limits,
+                       absl::Span<const EulerRangeScreen> screens,
+                       absl::Span<const Transform> input, int j) {
+  using lanes::F4;
+  const EulerRangeScreen* order = nullptr;
+  int free = 0;      // no limit: nothing to check
+  int computed = 0;  // a usable screen of the group's order
+  for (int k = 0; k < lanes::kWidth; ++k) {
+    const EulerRangeScreen& screen = screens[static_cast<size_t>(j + k)];
+    if (limits[static_cast<size_t>(j + k)].type == JointLimitType::kNone) {
+      free |= 1 << k;
+      continue;
+    }
+    if (!screen.usable) continue;
+    if (order == nullptr) order = &screen;
+    if (screen.order == order->order) computed |= 1 << k;
+  }
+  if (computed == 0) return free;
+  F4 local[4], reference[4], q[4];
+  lanes::LoadColumns(RotationRow(input, j), RotationRow(input, j + 1),
+                     RotationRow(input, j + 2), RotationRow(input, j + 3),
+                     local);
+  auto reference_row = [&](int k) {
+    return limits[static_cast<size_t>(j + k)].reference.coeffs().data();
+  };
+  lanes::LoadColumns(reference_row(0), reference_row(1), reference_row(2),
+                     reference_row(3), reference);
+  MultiplyConjugate(reference, local, q);
+  const F4 norm =
+      lanes::Sqrt((q[0] * q[0] + q[2] * q[2]) + (q[1] * q[1] + q[3] * q[3]));
+  // The order's axes: a, b, c are the vector components along its first,
+  // middle and last axes; sigma flips the off-diagonal signs of an odd
+  // order (as ToEuler's s does).
+  const F4 a = q[order->first] / norm, b = q[order->middle] / norm,
+           c = q[order->last] / norm, w = q[3] / norm;
+  const F4 sigma = lanes::Splat(order->even ? 1.0f : -1.0f);
+  const F4 one = lanes::Splat(1.0f), two = lanes::Splat(2.0f);
+  const F4 ta = two * a, tb = two * b, tc = two * c;
+  // The rotation matrix's entries ToEuler reads, m(row, column) over the
+  // order's axes.
+  const F4 m_ii = one - (tb * b + tc * c);
+  const F4 m_kk = one - (ta * a + tb * b);
+  const F4 m_ij = tb * a - sigma * (tc * w);
+  const F4 m_ik = tc * a + sigma * (tb * w);
+  const F4 m_jk = tc * b - sigma * (ta * w);
+  const F4 cos_b = lanes::Sqrt(m_ii * m_ii + m_ij * m_ij);
+  const F4 yb = sigma * m_ik;
+  const F4 rb = lanes::Sqrt(yb * yb + cos_b * cos_b);
+  // An angle atan2(y, x) in its arc: x cos_mid + y sin_mid >= r cos_half,
+  // with each lane's constants for that axis (a lane outside `computed`
+  // reads its own screen's, whatever they are, and is masked out).
+  const EulerRangeScreen* lane[4] = {&screens[static_cast<size_t>(j)],
+                                     &screens[static_cast<size_t>(j + 1)],
+                                     &screens[static_cast<size_t>(j + 2)],
+                                     &screens[static_cast<size_t>(j + 3)]};
+  auto gather = [&lane](const Eigen::Vector3f EulerRangeScreen::*field,
+                        int axis) {
+    return lanes::Set((lane[0]->*field)[axis], (lane[1]->*field)[axis],
+                      (lane[2]->*field)[axis], (lane[3]->*field)[axis]);
+  };
+  auto within = [&](int axis, F4 y, F4 x, F4 r) {
+    const F4 lhs = x * gather(&EulerRangeScreen::cos_mid, axis) +
+                   y * gather(&EulerRangeScreen::sin_mid, axis);
+    return lhs >= r * gather(&EulerRangeScreen::cos_half, axis);
+  };
+  const lanes::M4 sure = (cos_b > lanes::Splat(0.1f)) &
+                         within(order->middle, yb, cos_b, rb) &
+                         within(order->first, -(sigma * m_jk), m_kk, cos_b) &
+                         within(order->last, -(sigma * m_ij), m_ii, cos_b);
+  return free | (computed & lanes::Bits(sure));
+}
+
+// Bit k set: joint j + k surely passes the bone checks: its length
+// (a joint with a parent) and its scale change within the thresholds, the
+// scalar loop's quantities for four joints at once.
+int BonesSurelyWithin(const Skeleton& skeleton,
+                      absl::Span<const Transform> input, int j, float min_bone,
+                      float max_length_change, float max_scale_change) {
+  using lanes::F4;
+  absl::Span<const Transform> rest = skeleton.rest_pose();
+  auto row = [](absl::Span<const Transform> pose, int joint, bool scale) {
+    const Transform& t = pose[static_cast<size_t>(joint)];
+    return scale ? t.scale.data() : t.translation.data();
+  };
+  F4 in[4], at_rest[4], in_scale[4], rest_scale[4];
+  for (auto [pose, scale, out] :
+       {std::tuple{input, false, in}, std::tuple{rest, false, at_rest},
+        std::tuple{input, true, in_scale},
+        std::tuple{rest, true, rest_scale}}) {
+    lanes::LoadColumns(row(pose, j, scale), row(pose, j + 1, scale),
+                       row(pose, j + 2, scale), row(pose, j + 3, scale), out);
+  }
+  const F4 length = lanes::Norm(lanes::V4{in[0], in[1], in[2]});
+  const F4 rest_length =
+      lanes::Norm(lanes::V4{at_rest[0], at_rest[1], at_rest[2]});
+  const F4 change = lanes::Abs(length - rest_length) /
+                    lanes::Max(rest_length, lanes::Splat(min_bone));
+  const F4 scale_change =
+      lanes::Max(lanes::Max(lanes::Abs(in_scale[0] - rest_scale[0]),
+                            lanes::Abs(in_scale[1] - rest_scale[1])),
+                 lanes::Abs(in_scale[2] - rest_scale[2]));
+  const lanes::M4 sure = (change <= lanes::Splat(max_length_change)) &
+                         (scale_change <= lanes::Splat(max_scale_change));
+  return lanes::Bits(sure);
 }
 
 class Reporter {
@@ -300,17 +476,30 @@ absl::Status PlausibilityJob::Run() const {
 
   // Range of motion.
   if (!limits.empty()) {
-    for (int j = 0; j < n; ++j) {
-      if ((checks(j) & kCheckRange) == 0) continue;
+    // With screens, four joints at a time through the screen in lanes; a
+    // joint it is unsure of is checked alone, in joint order.
+    auto check_range = [&](int j) {
+      if ((checks(j) & kCheckRange) == 0) return;
       CheckRange(limits[j], range_screens.empty() ? nullptr : &range_screens[j],
                  input[j].rotation, t.range_tolerance, j, report);
+    };
+    int j = 0;
+    if (!range_screens.empty()) {
+      for (; kLanes && j + lanes::kWidth <= n; j += lanes::kWidth) {
+        const int sure = RangesSurelyWithin(limits, range_screens, input, j);
+        for (int k = 0; k < lanes::kWidth; ++k) {
+          if ((sure >> k & 1) == 0) check_range(j + k);
+        }
+      }
     }
+    for (; j < n; ++j) check_range(j);
   }
 
-  // Bone lengths and scales.
+  // Bone lengths and scales: four joints at a time through the bounds in
+  // lanes; a joint they are unsure of is measured alone, in joint order.
   const float min_bone = kMinBoneFraction * rig_size;
-  for (int j = 0; j < n; ++j) {
-    if ((checks(j) & kCheckBone) == 0) continue;
+  auto check_bone = [&](int j) {
+    if ((checks(j) & kCheckBone) == 0) return;
     if (s.parent(j) != kNoParent) {
       const float rest_length = std::sqrt(rest[j].translation.squaredNorm());
       const float length = std::sqrt(input[j].translation.squaredNorm());
@@ -327,6 +516,20 @@ absl::Status PlausibilityJob::Run() const {
       report.Add(PlausibilityCheck::kScale, j, -1, scale_change,
                  t.max_scale_change);
     }
+  };
+  {
+    int j = 0;
+    for (; kLanes && j + lanes::kWidth <= n; j += lanes::kWidth) {
+      const int sure = BonesSurelyWithin(
+          s, input, j, min_bone, t.max_bone_length_change, t.max_scale_change);
+      for (int k = 0; k < lanes::kWidth; ++k) {
+        // A root's translation is no bone: its lanes' length is ignored.
+        if ((sure >> k & 1) == 0 || s.parent(j + k) == kNoParent) {
+          check_bone(j + k);
+        }
+      }
+    }
+    for (; j < n; ++j) check_bone(j);
   }
 
   if (!previous.empty()) {
@@ -349,8 +552,9 @@ absl::Status PlausibilityJob::Run() const {
     const float max_step_sin =
         half_step >= 0.5f * kPi ? 2.0f : kScreen * dmath::Sin(half_step);
     const float max_accel_sum = kScreen * max_accel * mean_dt / kPi;
-    for (int j = 0; j < n; ++j) {
-      if ((checks(j) & kCheckMotion) == 0) continue;
+    // One joint, scalar: the screens, then the exact measures where a
+    // screen is unsure.
+    auto check_motion = [&](int j) {
       const Eigen::Quaternionf q0 = JointRotation(s, input, placement, j);
       const Eigen::Quaternionf q1 =
           JointRotation(s, previous, previous_placement, j);
@@ -363,20 +567,39 @@ absl::Status PlausibilityJob::Run() const {
                      t.max_angular_velocity);
         }
       }
-      if (accel) {
-        const Eigen::Quaternionf q2 =
-            JointRotation(s, previous2, previous2_placement, j);
-        const Eigen::Quaternionf step1 = Multiply(Conjugate(q2), q1);
-        const float s1 = std::sqrt(step1.vec().squaredNorm());
-        if (s0 / dt + s1 / previous_dt <= max_accel_sum) continue;
-        const Eigen::Vector3f w0 = RotationVector(step) / dt;
-        const Eigen::Vector3f w1 = RotationVector(step1) / previous_dt;
-        const float a = std::sqrt((w0 - w1).squaredNorm()) / mean_dt;
-        if (a > max_accel) {
-          report.Add(PlausibilityCheck::kAngularAcceleration, j, -1, a,
-                     max_accel);
+      if (!accel) return;
+      const Eigen::Quaternionf q2 =
+          JointRotation(s, previous2, previous2_placement, j);
+      const Eigen::Quaternionf step1 = Multiply(Conjugate(q2), q1);
+      const float s1 = std::sqrt(step1.vec().squaredNorm());
+      if (s0 / dt + s1 / previous_dt <= max_accel_sum) return;
+      const Eigen::Vector3f w0 = RotationVector(step) / dt;
+      const Eigen::Vector3f w1 = RotationVector(step1) / previous_dt;
+      const float a = std::sqrt((w0 - w1).squaredNorm()) / mean_dt;
+      if (a > max_accel) {
+        report.Add(PlausibilityCheck::kAngularAcceleration, j, -1, a,
+                   max_accel);
+      }
+    };
+    // Four joints at a time through the screens in lanes (honest motion
+    // passes them almost everywhere); a joint they are unsure of, and a
+    // root (its placement turns it), goes through check_motion, in joint
+    // order, so the report is the scalar loop's.
+    int j = 0;
+    for (; kLanes && j + lanes::kWidth <= n; j += lanes::kWidth) {
+      const int sure =
+          MotionSurelyWithin(input, previous, previous2, j, max_step_sin, dt,
+                             previous_dt, max_accel_sum);
+      for (int k = 0; k < lanes::kWidth; ++k) {
+        const int joint = j + k;
+        if ((checks(joint) & kCheckMotion) == 0) continue;
+        if ((sure >> k & 1) == 0 || s.parent(joint) == kNoParent) {
+          check_motion(joint);
         }
       }
+    }
+    for (; j < n; ++j) {
+      if ((checks(j) & kCheckMotion) != 0) check_motion(j);
     }
 
     // The root joint's world position.

@@ -125,5 +125,13 @@ if "$load_bin" --server="$addr" --op_mix=juggling --duration=1 \
 fi
 grep -q "unknown mix" "$work/unknown.log" || fail "unknown mix: unclear message"
 
+# An even number of windows per rate cannot have a majority: refused.
+if "$load_bin" --server="$addr" --capacity_search --search_tries=2 \
+     --duration=1 >"$work/tries.log" 2>&1; then
+  fail "--search_tries=2 should be refused"
+fi
+grep -q "search_tries odd" "$work/tries.log" \
+  || { cat "$work/tries.log"; fail "--search_tries=2: unclear message"; }
+
 stop_server_expect_exit_0 server
 echo "PASS"

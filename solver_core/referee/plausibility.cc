@@ -104,7 +104,7 @@ inline lanes::F4 StepSquaredSine(const lanes::F4 q1[4], const lanes::F4 q0[4]) {
 
 // Joint j's rotation row (x, y, z, w).
 const float* RotationRow(absl::Span<const Transform> pose, int j) {
-  return pose[static_cast<size_t>(j)].rotation.coeffs().data();
+  return pose[j].rotation.coeffs().data();
 }
 
 // Bit k set: joint j + k's motion is surely within the velocity screen
@@ -154,8 +154,8 @@ int RangesSurelyWithin(absl::Span<const JointLimit> limits,
   int free = 0;      // no limit: nothing to check
   int computed = 0;  // a usable screen of the group's order
   for (int k = 0; k < lanes::kWidth; ++k) {
-    const EulerRangeScreen& screen = screens[static_cast<size_t>(j + k)];
-    if (limits[static_cast<size_t>(j + k)].type == JointLimitType::kNone) {
+    const EulerRangeScreen& screen = screens[j + k];
+    if (limits[j + k].type == JointLimitType::kNone) {
       free |= 1 << k;
       continue;
     }
@@ -169,7 +169,7 @@ int RangesSurelyWithin(absl::Span<const JointLimit> limits,
                      RotationRow(input, j + 2), RotationRow(input, j + 3),
                      local);
   auto reference_row = [&](int k) {
-    return limits[static_cast<size_t>(j + k)].reference.coeffs().data();
+    return limits[j + k].reference.coeffs().data();
   };
   lanes::LoadColumns(reference_row(0), reference_row(1), reference_row(2),
                      reference_row(3), reference);
@@ -197,10 +197,8 @@ int RangesSurelyWithin(absl::Span<const JointLimit> limits,
   // An angle atan2(y, x) in its arc: x cos_mid + y sin_mid >= r cos_half,
   // with each lane's constants for that axis (a lane outside `computed`
   // reads its own screen's, whatever they are, and is masked out).
-  const EulerRangeScreen* lane[4] = {&screens[static_cast<size_t>(j)],
-                                     &screens[static_cast<size_t>(j + 1)],
-                                     &screens[static_cast<size_t>(j + 2)],
-                                     &screens[static_cast<size_t>(j + 3)]};
+  const EulerRangeScreen* lane[4] = {&screens[j], &screens[j + 1],
+                                     &screens[j + 2], &screens[j + 3]};
   auto gather = [&lane](const Eigen::Vector3f EulerRangeScreen::*field,
                         int axis) {
     return lanes::Set((lane[0]->*field)[axis], (lane[1]->*field)[axis],
@@ -227,7 +225,7 @@ int BonesSurelyWithin(const Skeleton& skeleton,
   using lanes::F4;
   absl::Span<const Transform> rest = skeleton.rest_pose();
   auto row = [](absl::Span<const Transform> pose, int joint, bool scale) {
-    const Transform& t = pose[static_cast<size_t>(joint)];
+    const Transform& t = pose[joint];
     return scale ? t.scale.data() : t.translation.data();
   };
   F4 in[4], at_rest[4], in_scale[4], rest_scale[4];

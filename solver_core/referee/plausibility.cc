@@ -250,6 +250,31 @@ int BonesSurelyWithin(const Skeleton& skeleton,
   return lanes::Bits(sure);
 }
 
+// Calls `check(j)` for every joint j < n, in joint order, except those a
+// screen in lanes is sure of: `sure(j)` screens joints j .. j + 3 and sets
+// bit k when joint j + k surely passes. Without lanes, every joint is
+// checked.
+template <typename Sure, typename Check>
+void CheckUnlessSure(int n, const Sure& sure, const Check& check) {
+  int j = 0;
+  for (; kLanes && j + lanes::kWidth <= n; j += lanes::kWidth) {
+    const int bits = sure(j);
+    for (int k = 0; k < lanes::kWidth; ++k) {
+      if ((bits >> k & 1) == 0) check(j + k);
+    }
+  }
+  for (; j < n; ++j) check(j);
+}
+
+// Bit k set: joint j + k is a root (its placement, not a parent, holds it).
+int RootBits(const Skeleton& skeleton, int j) {
+  int bits = 0;
+  for (int k = 0; k < lanes::kWidth; ++k) {
+    if (skeleton.parent(j + k) == kNoParent) bits |= 1 << k;
+  }
+  return bits;
+}
+
 class Reporter {
  public:
   Reporter(PlausibilityResult* result, int64_t frame)
@@ -476,21 +501,19 @@ absl::Status PlausibilityJob::Run() const {
   if (!limits.empty()) {
     // With screens, four joints at a time through the screen in lanes; a
     // joint it is unsure of is checked alone, in joint order.
-    auto check_range = [&](int j) {
-      if ((checks(j) & kCheckRange) == 0) return;
-      CheckRange(limits[j], range_screens.empty() ? nullptr : &range_screens[j],
-                 input[j].rotation, t.range_tolerance, j, report);
-    };
-    int j = 0;
-    if (!range_screens.empty()) {
-      for (; kLanes && j + lanes::kWidth <= n; j += lanes::kWidth) {
-        const int sure = RangesSurelyWithin(limits, range_screens, input, j);
-        for (int k = 0; k < lanes::kWidth; ++k) {
-          if ((sure >> k & 1) == 0) check_range(j + k);
-        }
-      }
-    }
-    for (; j < n; ++j) check_range(j);
+    CheckUnlessSure(
+        n,
+        [&](int j) {
+          return range_screens.empty()
+                     ? 0
+                     : RangesSurelyWithin(limits, range_screens, input, j);
+        },
+        [&](int j) {
+          if ((checks(j) & kCheckRange) == 0) return;
+          CheckRange(limits[j],
+                     range_screens.empty() ? nullptr : &range_screens[j],
+                     input[j].rotation, t.range_tolerance, j, report);
+        });
   }
 
   // Bone lengths and scales: four joints at a time through the bounds in
@@ -515,20 +538,15 @@ absl::Status PlausibilityJob::Run() const {
                  t.max_scale_change);
     }
   };
-  {
-    int j = 0;
-    for (; kLanes && j + lanes::kWidth <= n; j += lanes::kWidth) {
-      const int sure = BonesSurelyWithin(
-          s, input, j, min_bone, t.max_bone_length_change, t.max_scale_change);
-      for (int k = 0; k < lanes::kWidth; ++k) {
-        // A root's translation is no bone: its lanes' length is ignored.
-        if ((sure >> k & 1) == 0 || s.parent(j + k) == kNoParent) {
-          check_bone(j + k);
-        }
-      }
-    }
-    for (; j < n; ++j) check_bone(j);
-  }
+  // A root's translation is no bone: its lanes' length means nothing.
+  CheckUnlessSure(
+      n,
+      [&](int j) {
+        return BonesSurelyWithin(s, input, j, min_bone,
+                                 t.max_bone_length_change, t.max_scale_change) &
+               ~RootBits(s, j);
+      },
+      check_bone);
 
   if (!previous.empty()) {
     // Angular velocity, and acceleration with a second previous frame. The
@@ -553,6 +571,7 @@ absl::Status PlausibilityJob::Run() const {
     // One joint, scalar: the screens, then the exact measures where a
     // screen is unsure.
     auto check_motion = [&](int j) {
+      if ((checks(j) & kCheckMotion) == 0) return;
       const Eigen::Quaternionf q0 = JointRotation(s, input, placement, j);
       const Eigen::Quaternionf q1 =
           JointRotation(s, previous, previous_placement, j);
@@ -583,22 +602,14 @@ absl::Status PlausibilityJob::Run() const {
     // passes them almost everywhere); a joint they are unsure of, and a
     // root (its placement turns it), goes through check_motion, in joint
     // order, so the report is the scalar loop's.
-    int j = 0;
-    for (; kLanes && j + lanes::kWidth <= n; j += lanes::kWidth) {
-      const int sure =
-          MotionSurelyWithin(input, previous, previous2, j, max_step_sin, dt,
-                             previous_dt, max_accel_sum);
-      for (int k = 0; k < lanes::kWidth; ++k) {
-        const int joint = j + k;
-        if ((checks(joint) & kCheckMotion) == 0) continue;
-        if ((sure >> k & 1) == 0 || s.parent(joint) == kNoParent) {
-          check_motion(joint);
-        }
-      }
-    }
-    for (; j < n; ++j) {
-      if ((checks(j) & kCheckMotion) != 0) check_motion(j);
-    }
+    CheckUnlessSure(
+        n,
+        [&](int j) {
+          return MotionSurelyWithin(input, previous, previous2, j, max_step_sin,
+                                    dt, previous_dt, max_accel_sum) &
+                 ~RootBits(s, j);
+        },
+        check_motion);
 
     // The root joint's world position.
     const Eigen::Vector3f p0 = placement.TransformPoint(input[0].translation);

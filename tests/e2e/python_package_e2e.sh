@@ -70,7 +70,22 @@ if [[ -n $core_build_dir ]]; then
   fi
   grep -q "no CMakeLists.txt in .*POSEWIRE_BUILD_CORE=0" <(tr '\n' ' ' <"$work/pip-none.log") ||
     { cat "$work/pip-none.log"; fail "no clear message without a source tree"; }
-  echo "pip install: core built by CMake, prebuilt core, and the missing-source message: ok"
+  # A prebuilt core that is not an extension, and a switch that is neither
+  # on nor off: each refused with a message naming the variable.
+  if POSEWIRE_CORE_MODULE=$work/src/README.md pip_install "$work/site-bad" \
+    "$work/pip-bad-module.log"; then
+    fail "pip install with POSEWIRE_CORE_MODULE=README.md succeeded"
+  fi
+  grep -q "POSEWIRE_CORE_MODULE=.* is not a built _core extension" \
+    "$work/pip-bad-module.log" ||
+    { cat "$work/pip-bad-module.log"; fail "POSEWIRE_CORE_MODULE: unclear message"; }
+  if POSEWIRE_BUILD_CORE=maybe pip_install "$work/site-bad" \
+    "$work/pip-bad-switch.log"; then
+    fail "pip install with POSEWIRE_BUILD_CORE=maybe succeeded"
+  fi
+  grep -q "POSEWIRE_BUILD_CORE='maybe': say 1 or 0" "$work/pip-bad-switch.log" ||
+    { cat "$work/pip-bad-switch.log"; fail "POSEWIRE_BUILD_CORE: unclear message"; }
+  echo "pip install: core built by CMake, prebuilt core, and the refusals: ok"
 fi
 
 # uses_core FILE: whether an example or README block needs posewire._core.

@@ -38,6 +38,7 @@ class Additive final : public PreparedOp {
     AdditiveJob apply;
     apply.skeleton = &frame.skeleton;
     apply.input = frame.pose;
+    apply.input_validated = frame.pose_validated;
     apply.delta = delta;
     apply.weight = frame.update != nullptr && frame.update->has_weight()
                        ? frame.update->weight()
@@ -81,7 +82,6 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec AdditiveOpSpec() {
   return {.op_case = v1::Operation::kAdditive,
           .updatable = kUpdateWeight,
-          .screens_input_pose = true,
           .compile = Compile,
           .ranges = {}};
 }

@@ -90,7 +90,6 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec AimIkOpSpec() {
   return {.op_case = v1::Operation::kAimIk,
           .updatable = kUpdateTarget | kUpdateWeight | kUpdatePoleVector,
-          .screens_input_pose = false,
           .compile = Compile,
           .ranges = {ClampSmoothingRange()}};
 }

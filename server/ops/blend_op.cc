@@ -110,7 +110,6 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec BlendOpSpec() {
   return {.op_case = v1::Operation::kBlend,
           .updatable = kUpdateLayerWeights,
-          .screens_input_pose = false,
           .compile = Compile,
           .ranges = {}};
 }

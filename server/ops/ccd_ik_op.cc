@@ -47,7 +47,6 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec CcdIkOpSpec() {
   return {.op_case = v1::Operation::kCcdIk,
           .updatable = kUpdateTarget | kUpdateWeight,
-          .screens_input_pose = true,
           .compile = Compile,
           .ranges = IterativeSolverRanges()};
 }

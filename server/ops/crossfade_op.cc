@@ -140,7 +140,6 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec CrossfadeOpSpec() {
   return {.op_case = v1::Operation::kCrossfade,
           .updatable = 0,
-          .screens_input_pose = false,
           .compile = Compile,
           .ranges = {}};
 }

@@ -76,7 +76,6 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec FabrikTreeIkOpSpec() {
   return {.op_case = v1::Operation::kFabrikTreeIk,
           .updatable = kUpdateWeight | kUpdateEffectors,
-          .screens_input_pose = true,
           .compile = Compile,
           .ranges = IterativeSolverRanges()};
 }

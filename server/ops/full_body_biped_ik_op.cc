@@ -139,6 +139,7 @@ class FullBodyBipedIk final : public PreparedOp {
     }
     job.skeleton = &frame.skeleton;
     job.input = frame.pose;  // in place
+    job.input_validated = frame.pose_validated;
     job.mapping = &mapping_;
     job.output = absl::MakeSpan(frame.pose);
     FullBodyBipedIkResult result;
@@ -263,7 +264,6 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec FullBodyBipedIkOpSpec() {
   return {.op_case = v1::Operation::kFullBodyBipedIk,
           .updatable = kUpdateWeight | kUpdateEffectors,
-          .screens_input_pose = true,
           .compile = Compile,
           .ranges = {{.field = "iterations",
                       .min = 0,

@@ -87,7 +87,6 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec FullBodyCcdOpSpec() {
   return {.op_case = v1::Operation::kFullBodyCcd,
           .updatable = kUpdateWeight | kUpdateEffectors,
-          .screens_input_pose = true,
           .compile = Compile,
           .ranges = IterativeSolverRanges()};
 }

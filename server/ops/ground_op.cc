@@ -119,6 +119,7 @@ class Ground final : public PreparedOp {
     }
     job.skeleton = &frame.skeleton;
     job.input = frame.pose;
+    job.input_validated = frame.pose_validated;
     job.parent_model =
         ParentModelTransformOrRoot(frame.skeleton, frame.pose, job.pelvis);
     job.output = absl::MakeSpan(frame.pose);
@@ -300,7 +301,6 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec GroundOpSpec() {
   return {.op_case = v1::Operation::kGround,
           .updatable = kUpdateGroundSamples | kUpdateWeight,
-          .screens_input_pose = true,
           .compile = Compile,
           .ranges = {}};
 }

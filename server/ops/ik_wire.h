@@ -207,6 +207,7 @@ absl::Status RunIkJob(Job& job, OpFrame& frame) {
   }
   job.skeleton = &frame.skeleton;
   job.input = frame.pose;
+  job.input_validated = frame.pose_validated;
   job.output = absl::MakeSpan(frame.pose);
   IkResult result;
   job.result = &result;

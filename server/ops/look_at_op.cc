@@ -46,6 +46,7 @@ class LookAt final : public PreparedOp {
     }
     job.skeleton = &frame.skeleton;
     job.input = frame.pose;
+    job.input_validated = frame.pose_validated;
     job.parent_model = ParentModelTransformOrRoot(
         frame.skeleton, frame.pose,
         bones_.spine.empty() ? job.head : bones_.spine[0]);
@@ -163,7 +164,6 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec LookAtOpSpec() {
   return {.op_case = v1::Operation::kLookAt,
           .updatable = kUpdateTarget | kUpdateWeight,
-          .screens_input_pose = true,
           .compile = Compile,
           .ranges = {ClampSmoothingRange()}};
 }

@@ -200,6 +200,10 @@ struct OpFrame {
   float dt;               // seconds stateful ops advance by
   const Transform& root;  // component-to-world placement
   LocalPose& pose;        // in and out
+  // Whether `pose` is known valid (every transform finite with a unit
+  // rotation): RunPlan screens it once and each op's changes after the op.
+  // Ops pass it to their job's `input_validated`.
+  bool pose_validated = false;
   CharacterState& state;
   // This frame's update of the op, or null; already checked against the
   // inputs the op's table entry says it may change.

@@ -63,10 +63,6 @@ struct FieldRange {
 struct OpSpec {
   v1::Operation::OpCase op_case = v1::Operation::OP_NOT_SET;
   uint32_t updatable = 0;  // UpdatableInput bits
-  // The op's core job refuses a NaN or infinity anywhere in its input pose
-  // before writing anything; RunPlan then need not screen the pose the op
-  // before it produced (the job does).
-  bool screens_input_pose = false;
   CompiledOp (*compile)(const OpCompileInput& input) = nullptr;
   // Every bounded count the op takes.
   std::vector<FieldRange> ranges;

@@ -47,7 +47,6 @@ absl::StatusOr<std::shared_ptr<const Plan>> Plan::Compile(
     if (!compiled.ok()) return compiled.status();
     plan->cases_.push_back(op.op_case());
     plan->suffixes_.push_back(std::move(suffix));
-    plan->screens_input_.push_back(spec->screens_input_pose);
     plan->written_.push_back((*compiled)->JointsWritten());
     plan->ops_.push_back(*std::move(compiled));
   }
@@ -76,6 +75,12 @@ int FirstNonFiniteJoint(absl::Span<const Transform> pose,
   return -1;
 }
 
+bool JointsLookValid(absl::Span<const Transform> pose,
+                     const std::vector<int>* joints) {
+  if (joints == nullptr) return PoseLooksValid(pose);
+  return TransformsLookValid(pose, *joints);
+}
+
 namespace {
 
 // The error for op `i`'s result, not finite at `joint`. Inputs are
@@ -100,6 +105,7 @@ absl::Status RunPlan(
   auto op_started = frame.timings != nullptr
                         ? std::chrono::steady_clock::now()
                         : std::chrono::steady_clock::time_point();
+  bool validated = frame.pose_validated;
   for (int i = 0; i < plan.size(); ++i) {
     const v1::Operation::OpCase op_case = plan.op_case(i);
     v1::OperationResult* result = results->Add();
@@ -110,6 +116,7 @@ absl::Status RunPlan(
         .dt = frame.dt,
         .root = frame.root,
         .pose = pose,
+        .pose_validated = validated,
         .state = state,
         .update = frame.updates.empty() ? nullptr : frame.updates[i],
         .result = *result,
@@ -118,26 +125,20 @@ absl::Status RunPlan(
         // the plan keeps.
         .field = {.character = frame.field, .op = plan.field_suffix(i)},
         .undo = frame.undo};
-    if (absl::Status s = plan.op(i).Run(op_frame); !s.ok()) {
-      // The pose op i was given went unscreened when op i screens its own
-      // input: a non-finite value there is op i-1's result, reported as
-      // the screen would have (op i wrote nothing).
-      if (i > 0 && plan.screens_input_pose(i)) {
-        if (const int bad = FirstNonFiniteJoint(pose); bad >= 0) {
-          return NotFinite(plan, frame, i - 1, bad);
-        }
-      }
-      return s;
-    }
-    // Every result is screened, except one the next op's job screens as
-    // its input anyway (a SIMD pass over the pose saved per op).
-    const bool next_screens =
-        i + 1 < plan.size() && plan.screens_input_pose(i + 1);
-    if (!next_screens) {
-      if (const int bad = FirstNonFiniteJoint(pose, plan.joints_written(i));
-          bad >= 0) {
+    if (absl::Status s = plan.op(i).Run(op_frame); !s.ok()) return s;
+    // The op's changes are screened here, once, so that the next op's job
+    // takes the pose as validated rather than checking all of it again: the
+    // joints the op writes (every joint when it does not say). A NaN or
+    // infinity is refused, naming this op; a finite rotation off unit
+    // length (no op writes one) only leaves the next job to check the pose.
+    const std::vector<int>* written = plan.joints_written(i);
+    if (JointsLookValid(pose, written)) {
+      validated = validated || written == nullptr;
+    } else {
+      if (const int bad = FirstNonFiniteJoint(pose, written); bad >= 0) {
         return NotFinite(plan, frame, i, bad);
       }
+      validated = false;
     }
     if (frame.timings != nullptr) {
       // One clock read per op: each op's time runs from the previous op's

@@ -37,8 +37,6 @@ class Plan {
   const PreparedOp& op(int i) const { return *ops_[i]; }
   // ".ops[i].<op name>", what op i's field adds to the character's.
   const std::string& field_suffix(int i) const { return suffixes_[i]; }
-  // Whether op i's job refuses a non-finite input pose (OpSpec).
-  bool screens_input_pose(int i) const { return screens_input_[i]; }
   // The joints op i may change (PreparedOp::JointsWritten), or null when
   // it may change any joint.
   const std::vector<int>* joints_written(int i) const {
@@ -48,7 +46,6 @@ class Plan {
  private:
   std::vector<v1::Operation::OpCase> cases_;
   std::vector<std::string> suffixes_;
-  std::vector<bool> screens_input_;
   std::vector<std::optional<std::vector<int>>> written_;
   std::vector<std::unique_ptr<const PreparedOp>> ops_;
 };
@@ -76,6 +73,9 @@ struct PlanFrame {
   ClipLibrary* clips = nullptr;
   float dt = 0.0f;
   Transform root = Transform::Identity();
+  // Set when the pose RunPlan is given is known valid (CheckPose passed):
+  // the first op's job then skips that pass.
+  bool pose_validated = false;
   // Prefix of error messages, e.g. "characters[2]".
   absl::string_view field;
   // Optional: gathers each op's wall time.
@@ -99,6 +99,10 @@ int FirstNonFiniteJoint(absl::Span<const Transform> pose);
 // The same over `joints` only, or over the whole pose when `joints` is null.
 int FirstNonFiniteJoint(absl::Span<const Transform> pose,
                         const std::vector<int>* joints);
+// Whether `joints` of `pose` (every joint when null) pass PoseLooksValid's
+// screen: finite, with unit rotations.
+bool JointsLookValid(absl::Span<const Transform> pose,
+                     const std::vector<int>* joints);
 
 }  // namespace posewire::server
 

@@ -128,6 +128,7 @@ class Plausibility final : public PreparedOp {
     PlausibilityJob job = job_;
     job.skeleton = &frame.skeleton;
     job.input = frame.pose;
+    job.input_validated = frame.pose_validated;
     job.placement = frame.root;
     job.limits = rig_.limits;
     job.limits_validated = true;  // when compiled
@@ -308,7 +309,6 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec PlausibilityOpSpec() {
   return {.op_case = v1::Operation::kPlausibility,
           .updatable = 0,
-          .screens_input_pose = true,
           .compile = Compile,
           .ranges = {}};
 }

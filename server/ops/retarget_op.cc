@@ -92,6 +92,7 @@ class Retarget final : public PreparedOp {
     job.target_skeleton = &frame.skeleton;
     job.source = source;
     job.input = frame.pose;
+    job.input_validated = frame.pose_validated;
     job.output = absl::MakeSpan(frame.pose);
     thread_local std::vector<Transform> scratch;
     scratch.resize(static_cast<size_t>(source_->num_joints()) +
@@ -345,7 +346,6 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec RetargetOpSpec() {
   return {.op_case = v1::Operation::kRetarget,
           .updatable = kUpdateTime,
-          .screens_input_pose = true,
           .compile = Compile,
           .ranges = {}};
 }

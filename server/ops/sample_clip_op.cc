@@ -34,7 +34,6 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec SampleClipOpSpec() {
   return {.op_case = v1::Operation::kSampleClip,
           .updatable = kUpdateTime,
-          .screens_input_pose = false,
           .compile = Compile,
           .ranges = {}};
 }

@@ -276,6 +276,7 @@ class SpringBones final : public PreparedOp {
     job.skeleton = &frame.skeleton;
     job.rig = &rig_;
     job.input = frame.pose;  // in place
+    job.input_validated = frame.pose_validated;
     job.component_to_world = frame.root;
     job.dt = frame.dt;
     job.forces = forces;
@@ -379,7 +380,6 @@ OpSpec SpringBonesOpSpec() {
   return {.op_case = v1::Operation::kSpringBones,
           .updatable = kUpdateGravity | kUpdateExternalForce | kUpdateWind |
                        kUpdateColliders,
-          .screens_input_pose = true,
           .compile = Compile,
           .ranges = {{.field = "rig.max_substeps",
                       .min = 1,

@@ -122,7 +122,6 @@ OpSpec TwoBoneIkOpSpec() {
   return {.op_case = v1::Operation::kTwoBoneIk,
           .updatable = kUpdateTarget | kUpdateBendGoal | kUpdateWeight |
                        kUpdatePoleVector | kUpdateEndRotation,
-          .screens_input_pose = false,
           .compile = Compile,
           .ranges = {}};
 }

@@ -138,7 +138,6 @@ CompiledOp Compile(const OpCompileInput& input) {
 OpSpec ValidateOpSpec() {
   return {.op_case = v1::Operation::kValidate,
           .updatable = kUpdateClaimed,
-          .screens_input_pose = false,
           .compile = Compile,
           .ranges = {}};
 }

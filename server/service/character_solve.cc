@@ -30,6 +30,8 @@ absl::Status SolveCharacter(const CharacterInputs& in, CharacterState& state,
                         .clips = in.clips,
                         .dt = in.dt,
                         .root = *root,
+                        // PoseFromProtoInto checked it.
+                        .pose_validated = true,
                         .field = in.field,
                         .timings = in.timings,
                         .updates = in.updates,

@@ -232,7 +232,7 @@ absl::Status Diagnose(const GroundJob& job) {
       return s;
     }
   }
-  return CheckPose(skel, job.input, "ground.input");
+  return CheckInputPose(skel, job.input, "ground.input", job.input_validated);
 }
 
 // The model transform of `joint`, from `top`'s model transform down the

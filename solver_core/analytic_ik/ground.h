@@ -123,6 +123,10 @@ struct GroundJob {
   // Inputs.
   const Skeleton* skeleton = nullptr;
   absl::Span<const Transform> input = {};
+  // Set when `input` is known valid (every transform finite with a unit
+  // rotation: CheckPose passed, as a service checks each frame's pose once):
+  // Validate() then checks only its size.
+  bool input_validated = false;
   // The model-space transform of the pelvis's parent, as
   // ParentModelTransformOrRoot computes it (identity when it is a root).
   Transform parent_model = Transform::Identity();

@@ -188,7 +188,7 @@ absl::Status Diagnose(const LookAtJob& job) {
       return s;
     }
   }
-  return CheckPose(skel, job.input, "look_at.input");
+  return CheckInputPose(skel, job.input, "look_at.input", job.input_validated);
 }
 
 Eigen::Vector3f RotateVector(const Eigen::Quaternionf& q,

@@ -91,6 +91,10 @@ struct LookAtJob {
   const Skeleton* skeleton = nullptr;
   // The current local pose, one transform per joint.
   absl::Span<const Transform> input = {};
+  // Set when `input` is known valid (every transform finite with a unit
+  // rotation: CheckPose passed, as a service checks each frame's pose once):
+  // Validate() then checks only its size.
+  bool input_validated = false;
   // The model-space transform of the parent of the first bone (spine[0],
   // or the head without a spine), as ParentModelTransformOrRoot computes
   // it, or the skeleton's root space when that bone is a root.

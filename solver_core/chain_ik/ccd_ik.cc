@@ -274,7 +274,9 @@ absl::Status CcdIkJob::Validate() const {
   if (skeleton == nullptr) {
     return absl::InvalidArgumentError("ccd_ik.skeleton: not set");
   }
-  if (absl::Status s = CheckPose(*skeleton, input, "ccd_ik.input"); !s.ok()) {
+  if (absl::Status s =
+          CheckInputPose(*skeleton, input, "ccd_ik.input", input_validated);
+      !s.ok()) {
     return s;
   }
   if (static_cast<int>(output.size()) != skeleton->num_joints()) {

@@ -685,13 +685,16 @@ struct JobFields {
 
 absl::Status ValidateCommon(const Skeleton* skeleton,
                             absl::Span<const Transform> input,
+                            bool input_validated,
                             absl::Span<const Transform> output,
                             int max_iterations, const IkTolerance& tolerance,
                             float weight, const JobFields& f) {
   if (skeleton == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(f.skeleton, ": not set"));
   }
-  if (absl::Status s = CheckPose(*skeleton, input, f.input); !s.ok()) {
+  if (absl::Status s =
+          CheckInputPose(*skeleton, input, f.input, input_validated);
+      !s.ok()) {
     return s;
   }
   if (static_cast<int>(output.size()) != skeleton->num_joints()) {
@@ -740,8 +743,9 @@ NodeVector<int> TreeJoints(const Skeleton& skeleton, int root,
 }  // namespace
 
 absl::Status FabrikIkJob::Validate() const {
-  if (absl::Status s = ValidateCommon(skeleton, input, output, max_iterations,
-                                      tolerance, weight, kChainFields);
+  if (absl::Status s =
+          ValidateCommon(skeleton, input, input_validated, output,
+                         max_iterations, tolerance, weight, kChainFields);
       !s.ok()) {
     return s;
   }
@@ -832,8 +836,9 @@ absl::Status FabrikIkJob::Run() const {
 }
 
 absl::Status FabrikTreeIkJob::Validate() const {
-  if (absl::Status s = ValidateCommon(skeleton, input, output, max_iterations,
-                                      tolerance, weight, kTreeFields);
+  if (absl::Status s =
+          ValidateCommon(skeleton, input, input_validated, output,
+                         max_iterations, tolerance, weight, kTreeFields);
       !s.ok()) {
     return s;
   }

@@ -103,6 +103,10 @@ struct FabrikIkJob {
   const Skeleton* skeleton = nullptr;
   // Local pose, one transform per skeleton joint.
   absl::Span<const Transform> input;
+  // Set when `input` is known valid (every transform finite with a unit
+  // rotation: CheckPose passed, as a service checks each frame's pose once):
+  // Validate() then checks only its size.
+  bool input_validated = false;
   // Joint indices root to tip, each the parent of the next (at least 2).
   // The tip is the end effector; its own rotation is left as it is.
   absl::Span<const int> chain;
@@ -159,6 +163,10 @@ struct FabrikTreeIkJob {
   // Inputs.
   const Skeleton* skeleton = nullptr;
   absl::Span<const Transform> input;
+  // Set when `input` is known valid (every transform finite with a unit
+  // rotation: CheckPose passed, as a service checks each frame's pose once):
+  // Validate() then checks only its size.
+  bool input_validated = false;
   // The fixed base: every effector is below it. Its position stays, its
   // rotation is solved.
   int root = -1;

@@ -120,12 +120,10 @@ absl::Status SpringBonesJob::Validate() const {
       !s.ok()) {
     return s;
   }
-  if (static_cast<int>(input.size()) != skeleton->num_joints() ||
-      !PoseLooksValid(input)) {
-    if (absl::Status s = ValidatePose(*skeleton, input, "spring_bones.input");
-        !s.ok()) {
-      return s;
-    }
+  if (absl::Status s = CheckInputPose(*skeleton, input, "spring_bones.input",
+                                      input_validated);
+      !s.ok()) {
+    return s;
   }
   if (absl::Status s = ValidateComponentTransform(
           component_to_world, "spring_bones.component_to_world");

@@ -302,6 +302,10 @@ struct SpringBonesJob {
   const SpringRig* rig = nullptr;  // built for `skeleton`
   // The animated local pose this frame.
   absl::Span<const Transform> input = {};
+  // Set when `input` is known valid (every transform finite with a unit
+  // rotation: CheckPose passed, as a service checks each frame's pose once):
+  // Validate() then checks only its size.
+  bool input_validated = false;
   // The component's world transform this frame (uniform scale).
   Transform component_to_world = Transform::Identity();
   // Seconds since the previous solve, finite and >= 0. 0 advances nothing

@@ -1403,7 +1403,8 @@ absl::Status FullBodyBipedIkJob::Validate() const {
         absl::StrCat(kField, ".mapping: built for a skeleton of ",
                      mapping->num_joints(), " joints, this one has ", n));
   }
-  if (absl::Status s = CheckPose(*skeleton, input, "full_body_biped_ik.input");
+  if (absl::Status s = CheckInputPose(
+          *skeleton, input, "full_body_biped_ik.input", input_validated);
       !s.ok()) {
     return s;
   }

@@ -248,6 +248,10 @@ struct FullBodyBipedIkJob {
   const Skeleton* skeleton = nullptr;
   // Local pose, one transform per joint.
   absl::Span<const Transform> input;
+  // Set when `input` is known valid (every transform finite with a unit
+  // rotation: CheckPose passed, as a service checks each frame's pose once):
+  // Validate() then checks only its size.
+  bool input_validated = false;
   // Built for `skeleton` (same joint count; indices are checked).
   const BipedMapping* mapping = nullptr;
   std::array<BipedEffector, kNumBipedEffectors> effectors{};

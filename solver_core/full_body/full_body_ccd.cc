@@ -103,7 +103,8 @@ absl::Status FullBodyCcdJob::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(kField, ".skeleton: null"));
   }
   const int n = skeleton->num_joints();
-  if (absl::Status s = CheckPose(*skeleton, input, "full_body_ccd.input");
+  if (absl::Status s = CheckInputPose(*skeleton, input, "full_body_ccd.input",
+                                      input_validated);
       !s.ok()) {
     return s;
   }

@@ -101,6 +101,10 @@ struct FullBodyCcdJob {
   const Skeleton* skeleton = nullptr;
   // Local pose, one transform per joint.
   absl::Span<const Transform> input;
+  // Set when `input` is known valid (every transform finite with a unit
+  // rotation: CheckPose passed, as a service checks each frame's pose once):
+  // Validate() then checks only its size.
+  bool input_validated = false;
   // 1 to kMaxFullBodyCcdEffectors effectors; several may share a joint.
   absl::Span<const FullBodyCcdEffector> effectors;
 

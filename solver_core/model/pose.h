@@ -211,6 +211,19 @@ inline absl::Status CheckPose(const Skeleton& skeleton,
   return absl::OkStatus();
 }
 
+// CheckPose for a job's input pose, which its caller may already know to be
+// valid (every transform finite with a unit rotation): a service screens a
+// frame's pose once and each solver's changes to it after the solver, then
+// tells the next job. With `validated` only the size is checked.
+inline absl::Status CheckInputPose(const Skeleton& skeleton,
+                                   absl::Span<const Transform> pose,
+                                   absl::string_view field, bool validated) {
+  if (validated && static_cast<int>(pose.size()) == skeleton.num_joints()) {
+    return absl::OkStatus();
+  }
+  return CheckPose(skeleton, pose, field);
+}
+
 // TransformLooksValid for several transforms at once (the few a solver reads,
 // wherever they are), with one branch: PoseLooksValid's test on a list of
 // pointers.
@@ -227,6 +240,37 @@ inline bool TransformsLookValid(const Transform* const (&t)[N]) {
 #endif
   for (const Transform* x : t) {
     if (!TransformLooksValid(*x)) return false;
+  }
+  return true;
+}
+
+// PoseLooksValid on `joints` of `pose` only (the few a solver wrote), with
+// one branch. Indices must be within the pose.
+inline bool TransformsLookValid(absl::Span<const Transform> pose,
+                                absl::Span<const int> joints) {
+#if defined(__SSE2__)
+  if constexpr (kSimdTransformLayout) {
+    // As PoseLooksValid: four rotation norms at a time.
+    pose_internal::TransformScreen screen;
+    const size_t n = joints.size();
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      lanes::F4 q[4];
+      for (size_t k = 0; k < 4; ++k) {
+        const float* t = reinterpret_cast<const float*>(&pose[joints[i + k]]);
+        screen.AddTranslationAndScale(t);
+        q[k] = lanes::LoadU(t + 4);
+      }
+      screen.AddSquaredNorms(lanes::FourDots(q, q));
+    }
+    for (; i < n; ++i) {
+      screen.Add(reinterpret_cast<const float*>(&pose[joints[i]]));
+    }
+    return screen.Passed();
+  }
+#endif
+  for (const int j : joints) {
+    if (!TransformLooksValid(pose[j])) return false;
   }
   return true;
 }

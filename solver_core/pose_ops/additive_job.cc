@@ -131,7 +131,9 @@ absl::Status AdditiveJob::Validate() const {
       }
     }
   }
-  if (absl::Status s = CheckPose(*skeleton, input, "additive.input"); !s.ok()) {
+  if (absl::Status s =
+          CheckInputPose(*skeleton, input, "additive.input", input_validated);
+      !s.ok()) {
     return s;
   }
   if (absl::Status s = CheckPose(*skeleton, delta, "additive.delta"); !s.ok()) {

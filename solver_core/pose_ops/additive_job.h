@@ -68,6 +68,10 @@ struct AdditiveJob {
   // Inputs.
   const Skeleton* skeleton = nullptr;
   absl::Span<const Transform> input = {};
+  // Set when `input` is known valid (every transform finite with a unit
+  // rotation: CheckPose passed, as a service checks each frame's pose once):
+  // Validate() then checks only its size.
+  bool input_validated = false;
   // A delta from MakeAdditiveJob (finite, unit rotations).
   absl::Span<const Transform> delta = {};
   // In [-1, 1].

@@ -387,7 +387,8 @@ absl::Status PlausibilityJob::Validate() const {
   if (result == nullptr) {
     return absl::InvalidArgumentError("plausibility.result: null");
   }
-  if (absl::Status s = CheckPose(*skeleton, input, "plausibility.input");
+  if (absl::Status s = CheckInputPose(*skeleton, input, "plausibility.input",
+                                      input_validated);
       !s.ok()) {
     return s;
   }

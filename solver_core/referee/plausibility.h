@@ -135,6 +135,10 @@ struct PlausibilityJob {
   const Skeleton* skeleton = nullptr;
   // The claimed local pose, one transform per joint.
   absl::Span<const Transform> input = {};
+  // Set when `input` is known valid (every transform finite with a unit
+  // rotation: CheckPose passed, as a service checks each frame's pose once):
+  // Validate() then checks only its size.
+  bool input_validated = false;
   // The character in the world (root positions and the root's rotation).
   Transform placement = Transform::Identity();
   // Reported in violations (a frame number or tick).

@@ -592,7 +592,9 @@ absl::Status RetargetJob::Validate() const {
   if (absl::Status s = CheckPose(*source_skeleton, source, "source"); !s.ok()) {
     return s;
   }
-  if (absl::Status s = CheckPose(*target_skeleton, input, "input"); !s.ok()) {
+  if (absl::Status s =
+          CheckInputPose(*target_skeleton, input, "input", input_validated);
+      !s.ok()) {
     return s;
   }
   if (static_cast<int>(output.size()) != target_skeleton->num_joints()) {

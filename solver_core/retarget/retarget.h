@@ -206,6 +206,10 @@ struct RetargetJob {
   // The target's local pose: what unmapped joints keep, and every joint's
   // translation and scale but the pelvis's.
   absl::Span<const Transform> input;
+  // Set when `input` is known valid (every transform finite with a unit
+  // rotation: CheckPose passed, as a service checks each frame's pose once):
+  // Validate() then checks only its size.
+  bool input_validated = false;
   absl::Span<Transform> output;
   // Optional working space of at least source_skeleton's plus
   // target_skeleton's joint count: a caller that keeps it between frames

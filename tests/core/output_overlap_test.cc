@@ -3,7 +3,8 @@
 // overlaps an input shifted by some joints: INVALID_ARGUMENT naming both
 // fields, nothing written. (Such an overlap would have each joint's result
 // overwrite another joint's input before it is read.) LocalToModelJob and
-// ModelToLocalJob take no overlap at all.
+// ModelToLocalJob take no overlap at all. The jobs with `input_validated`
+// skip checking an input pose's transforms, never its size.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -84,7 +85,8 @@ void ExpectRejected(int shift, MakeAndRun make_and_run,
                     const std::string& message) {
   const Walk& walk = WalkRig();
   Buffer b(walk.skeleton(), shift);
-  const absl::Status s = make_and_run(walk, b.input(), b.output());
+  const absl::Status s =
+      make_and_run(walk, b.input(), b.output(), /*validated=*/false);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(s.message(), HasSubstr(message));
   EXPECT_TRUE(b.Unchanged()) << "the rejected job wrote into its buffer";
@@ -94,13 +96,15 @@ template <typename MakeAndRun>
 void ExpectAccepted(MakeAndRun make_and_run) {
   const Walk& walk = WalkRig();
   Buffer b(walk.skeleton(), 0);  // output is the input: in place
-  const absl::Status s = make_and_run(walk, b.input(), b.output());
+  const absl::Status s =
+      make_and_run(walk, b.input(), b.output(), /*validated=*/false);
   EXPECT_TRUE(s.ok()) << s;
 }
 
 // Each job's Run() on (input, output), with inputs valid otherwise.
 absl::Status RunBlend(const Walk& w, absl::Span<const Transform> in,
-                      absl::Span<Transform> out) {
+                      absl::Span<Transform> out, bool validated) {
+  (void)validated;  // no such field: every input is checked
   static const LocalPose other = RestPose(w.skeleton());
   const BlendLayer layers[] = {{other, 1.0f, {}}, {in, 1.0f, {}}};
   BlendingJob job;
@@ -111,11 +115,12 @@ absl::Status RunBlend(const Walk& w, absl::Span<const Transform> in,
 }
 
 absl::Status RunAdditive(const Walk& w, absl::Span<const Transform> in,
-                         absl::Span<Transform> out) {
+                         absl::Span<Transform> out, bool validated) {
   static const LocalPose delta(w.n());  // identity transforms
   AdditiveJob job;
   job.skeleton = &w.skeleton();
   job.input = in;
+  job.input_validated = validated;
   job.delta = delta;
   job.weight = 0.5f;
   job.output = out;
@@ -123,7 +128,8 @@ absl::Status RunAdditive(const Walk& w, absl::Span<const Transform> in,
 }
 
 absl::Status RunMakeAdditive(const Walk& w, absl::Span<const Transform> in,
-                             absl::Span<Transform> out) {
+                             absl::Span<Transform> out, bool validated) {
+  (void)validated;  // no such field: every input is checked
   static const LocalPose additive = RestPose(w.skeleton());
   return MakeAdditiveJob{
       .skeleton = &w.skeleton(), .base = in, .additive = additive, .delta = out}
@@ -157,11 +163,12 @@ Arm LeftArm(const Walk& w) {
 // CcdIkJob or FabrikIkJob on the left arm (same fields).
 template <typename ChainJob>
 absl::Status RunChain(const Walk& w, absl::Span<const Transform> in,
-                      absl::Span<Transform> out) {
+                      absl::Span<Transform> out, bool validated) {
   const Arm arm = LeftArm(w);
   ChainJob job;
   job.skeleton = &w.skeleton();
   job.input = in;
+  job.input_validated = validated;
   job.chain = arm.chain;
   job.target = arm.hand;
   job.output = out;
@@ -169,7 +176,8 @@ absl::Status RunChain(const Walk& w, absl::Span<const Transform> in,
 }
 
 absl::Status RunTwoBone(const Walk& w, absl::Span<const Transform> in,
-                        absl::Span<Transform> out) {
+                        absl::Span<Transform> out, bool validated) {
+  (void)validated;  // no such field: every input is checked
   const Arm arm = LeftArm(w);
   return TwoBoneIkJob{
       .skeleton = &w.skeleton(),
@@ -184,7 +192,8 @@ absl::Status RunTwoBone(const Walk& w, absl::Span<const Transform> in,
 }
 
 absl::Status RunAim(const Walk& w, absl::Span<const Transform> in,
-                    absl::Span<Transform> out) {
+                    absl::Span<Transform> out, bool validated) {
+  (void)validated;  // no such field: every input is checked
   const Arm arm = LeftArm(w);
   return AimIkJob{.skeleton = &w.skeleton(),
                   .input = in,
@@ -196,12 +205,13 @@ absl::Status RunAim(const Walk& w, absl::Span<const Transform> in,
 }
 
 absl::Status RunLookAt(const Walk& w, absl::Span<const Transform> in,
-                       absl::Span<Transform> out) {
+                       absl::Span<Transform> out, bool validated) {
   const Skeleton& s = w.skeleton();
   const int spine[] = {s.FindJoint("Chest"), s.FindJoint("Neck")};
   LookAtJob job;
   job.skeleton = &s;
   job.input = in;
+  job.input_validated = validated;
   job.parent_model = ParentModelTransformOrRoot(s, in, spine[0]);
   job.spine = spine;
   job.head = s.FindJoint("Head");
@@ -211,7 +221,7 @@ absl::Status RunLookAt(const Walk& w, absl::Span<const Transform> in,
 }
 
 absl::Status RunGround(const Walk& w, absl::Span<const Transform> in,
-                       absl::Span<Transform> out) {
+                       absl::Span<Transform> out, bool validated) {
   const Skeleton& s = w.skeleton();
   const GroundLeg legs[] = {{.hip = s.FindJoint("LeftHip"),
                              .knee = s.FindJoint("LeftKnee"),
@@ -223,6 +233,7 @@ absl::Status RunGround(const Walk& w, absl::Span<const Transform> in,
   GroundJob job;
   job.skeleton = &s;
   job.input = in;
+  job.input_validated = validated;
   job.pelvis = s.FindJoint("Hips");
   job.legs = legs;
   job.samples = samples;
@@ -231,20 +242,21 @@ absl::Status RunGround(const Walk& w, absl::Span<const Transform> in,
 }
 
 absl::Status RunFullBodyCcd(const Walk& w, absl::Span<const Transform> in,
-                            absl::Span<Transform> out) {
+                            absl::Span<Transform> out, bool validated) {
   const Arm arm = LeftArm(w);
   const FullBodyCcdEffector effectors[] = {
       {.joint = arm.chain.back(), .target = arm.hand}};
   FullBodyCcdJob job;
   job.skeleton = &w.skeleton();
   job.input = in;
+  job.input_validated = validated;
   job.effectors = effectors;
   job.output = out;
   return job.Run();
 }
 
 absl::Status RunFullBodyBiped(const Walk& w, absl::Span<const Transform> in,
-                              absl::Span<Transform> out) {
+                              absl::Span<Transform> out, bool validated) {
   static const BipedMapping* mapping = [&w] {
     absl::StatusOr<BipedMapping> m = MapBipedByName(w.skeleton());
     EXPECT_TRUE(m.ok()) << m.status();
@@ -253,13 +265,14 @@ absl::Status RunFullBodyBiped(const Walk& w, absl::Span<const Transform> in,
   FullBodyBipedIkJob job;
   job.skeleton = &w.skeleton();
   job.input = in;
+  job.input_validated = validated;
   job.mapping = mapping;
   job.output = out;
   return job.Run();
 }
 
 absl::Status RunSpring(const Walk& w, absl::Span<const Transform> in,
-                       absl::Span<Transform> out) {
+                       absl::Span<Transform> out, bool validated) {
   static const SpringRig* rig = [&w] {
     SpringRigDesc desc;
     desc.root_joints = {"LeftShoulder"};
@@ -272,6 +285,7 @@ absl::Status RunSpring(const Walk& w, absl::Span<const Transform> in,
   job.skeleton = &w.skeleton();
   job.rig = rig;
   job.input = in;
+  job.input_validated = validated;
   job.dt = 1.0f / 60.0f;
   job.state_in = &state;
   job.state_out = &state;
@@ -282,30 +296,33 @@ absl::Status RunSpring(const Walk& w, absl::Span<const Transform> in,
 struct Case {
   const char* name;
   absl::Status (*run)(const Walk&, absl::Span<const Transform>,
-                      absl::Span<Transform>);
+                      absl::Span<Transform>, bool input_validated);
   const char* message;
+  // Whether the job has `input_validated`.
+  bool takes_validated_input;
 };
 
 const Case kCases[] = {
     {"blending", RunBlend,
-     "blending.output: overlaps blending.layers[1].transform"},
-    {"additive", RunAdditive, "additive.output: overlaps additive.input"},
+     "blending.output: overlaps blending.layers[1].transform", false},
+    {"additive", RunAdditive, "additive.output: overlaps additive.input", true},
     {"make_additive", RunMakeAdditive,
-     "make_additive.delta: overlaps make_additive.base"},
-    {"ccd_ik", RunChain<CcdIkJob>, "ccd_ik.output: overlaps ccd_ik.input"},
+     "make_additive.delta: overlaps make_additive.base", false},
+    {"ccd_ik", RunChain<CcdIkJob>, "ccd_ik.output: overlaps ccd_ik.input",
+     true},
     {"fabrik_ik", RunChain<FabrikIkJob>,
-     "fabrik_ik.output: overlaps fabrik_ik.input"},
+     "fabrik_ik.output: overlaps fabrik_ik.input", true},
     {"two_bone_ik", RunTwoBone,
-     "two_bone_ik.output: overlaps two_bone_ik.input"},
-    {"aim_ik", RunAim, "aim_ik.output: overlaps aim_ik.input"},
-    {"look_at", RunLookAt, "look_at.output: overlaps look_at.input"},
-    {"ground", RunGround, "ground.output: overlaps ground.input"},
+     "two_bone_ik.output: overlaps two_bone_ik.input", false},
+    {"aim_ik", RunAim, "aim_ik.output: overlaps aim_ik.input", false},
+    {"look_at", RunLookAt, "look_at.output: overlaps look_at.input", true},
+    {"ground", RunGround, "ground.output: overlaps ground.input", true},
     {"full_body_ccd", RunFullBodyCcd,
-     "full_body_ccd.output: overlaps full_body_ccd.input"},
+     "full_body_ccd.output: overlaps full_body_ccd.input", true},
     {"full_body_biped_ik", RunFullBodyBiped,
-     "full_body_biped_ik.output: overlaps full_body_biped_ik.input"},
+     "full_body_biped_ik.output: overlaps full_body_biped_ik.input", true},
     {"spring_bones", RunSpring,
-     "spring_bones.output: overlaps spring_bones.input"},
+     "spring_bones.output: overlaps spring_bones.input", true},
 };
 
 TEST(OutputOverlap, EveryPoseJobRejectsAShiftedOverlapAndWritesNothing) {
@@ -322,6 +339,39 @@ TEST(OutputOverlap, EveryPoseJobStillSolvesInPlace) {
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.name);
     ExpectAccepted(c.run);
+  }
+}
+
+// A job told its input is already checked (input_validated, as the
+// service sets it for a pose it screened) takes the transforms on trust
+// and still checks the pose's size; without the flag the same input is
+// refused.
+TEST(InputValidated, AJobTakesACheckedInputOnTrustButNotItsSize) {
+  const Walk& walk = WalkRig();
+  const int wrist = walk.skeleton().FindJoint("RightWrist");
+  ASSERT_GE(wrist, 0);
+  for (const Case& c : kCases) {
+    if (!c.takes_validated_input) continue;
+    SCOPED_TRACE(c.name);
+    // A rotation 1% off unit length, which every input check refuses.
+    LocalPose input = RestPose(walk.skeleton());
+    input[wrist].rotation.coeffs() *= 1.01f;
+    LocalPose output(walk.n());
+    const absl::Status checked =
+        c.run(walk, input, absl::MakeSpan(output), /*validated=*/false);
+    EXPECT_EQ(checked.code(), absl::StatusCode::kInvalidArgument) << checked;
+    EXPECT_THAT(checked.message(), HasSubstr(".input"));
+    EXPECT_THAT(checked.message(), HasSubstr("RightWrist"));
+    EXPECT_TRUE(
+        c.run(walk, input, absl::MakeSpan(output), /*validated=*/true).ok());
+    // One transform short: refused with or without the flag.
+    const LocalPose rest = RestPose(walk.skeleton());
+    const absl::Span<const Transform> short_input =
+        absl::MakeConstSpan(rest).first(walk.n() - 1);
+    const absl::Status sized =
+        c.run(walk, short_input, absl::MakeSpan(output), /*validated=*/true);
+    EXPECT_EQ(sized.code(), absl::StatusCode::kInvalidArgument) << sized;
+    EXPECT_THAT(sized.message(), HasSubstr("input"));
   }
 }
 

@@ -584,6 +584,21 @@ TEST(Plausibility, BadInputNamesTheFieldAndJoint) {
   EXPECT_THAT(std::string(job.Validate().message()),
               HasSubstr("plausibility.input[1] 'arm'"));
 
+  // Told the input is checked (as the service does), the job skips its
+  // transforms, but not its size.
+  std::vector<Transform> off_unit = p;
+  off_unit[1].rotation.coeffs() *= 1.01f;
+  job = base;
+  job.input = off_unit;
+  EXPECT_THAT(std::string(job.Validate().message()),
+              HasSubstr("plausibility.input[1] 'arm'"));
+  job.input_validated = true;
+  EXPECT_TRUE(job.Validate().ok());
+  job.input = absl::MakeConstSpan(p).first(1);
+  EXPECT_THAT(
+      std::string(job.Validate().message()),
+      HasSubstr("plausibility.input: 1 transforms for a skeleton of 2"));
+
   job = base;
   job.rig_size = 0.0f;
   EXPECT_THAT(std::string(job.Validate().message()),

@@ -448,6 +448,23 @@ TEST(RetargetTest, Retarget_ScratchGivesTheSameBitsAndMustBeSeparate) {
   }
 }
 
+TEST(RetargetTest, Retarget_ValidatedInputSkipsItsTransformsNotItsSize) {
+  const Rigs& r = TheRigs();
+  const RetargetMap map = MapOf(r.walk, r.robot);
+  const LocalPose source = Frames(r.walk, 2)[0];
+  LocalPose out = RestPose(r.robot.skeleton);
+  out[1].rotation.coeffs() *= 1.01f;  // off unit length
+  RetargetJob job = JobFor(map, r.walk, r.robot, source, out);
+  const absl::Status checked = job.Validate();
+  EXPECT_EQ(checked.code(), absl::StatusCode::kInvalidArgument) << checked;
+  EXPECT_THAT(std::string(checked.message()), ::testing::HasSubstr("input[1]"));
+  job.input_validated = true;
+  EXPECT_TRUE(job.Validate().ok());
+  job.input = absl::MakeConstSpan(out).first(out.size() - 1);
+  EXPECT_THAT(std::string(job.Validate().message()),
+              ::testing::HasSubstr("transforms for a skeleton of"));
+}
+
 TEST(RetargetTest, Retarget_ExplicitMappingMatchesDetectedLimbs) {
   const Rigs& r = TheRigs();
   RetargetMapping m;

@@ -1,6 +1,6 @@
 // A result that overflows float is an error naming the op that produced it,
-// never an OK answer with inf or NaN, whether the next op's job screens its
-// input (and the plan skips its own screen) or not.
+// never an OK answer with inf or NaN, whatever the next op: RunPlan screens
+// each op's result, and the next job takes its input as validated.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -56,8 +56,8 @@ TEST_F(ResultScreenTest, OverflowInTheLastOpNamesIt) {
 
 TEST_F(ResultScreenTest,
        OverflowBeforeAJobThatScreensItsInputNamesTheOpBefore) {
-  // CCD refuses a non-finite input pose itself; the error still names the
-  // additive op whose result it was.
+  // CCD would refuse a non-finite input pose itself; the plan's screen of
+  // the additive op's result comes first and names it.
   v1::SolveResponse response;
   const grpc::Status status = SolveOverflow(
       R"(ops { ccd_ik { chain: ["RightShoulder", "RightElbow", "RightWrist"]

@@ -143,6 +143,7 @@ class Plausibility final : public PreparedOp {
         return fits;
       }
     }
+    job.previous_validated = true;  // HistoryFits, above
     const absl::Status s = StepState(
         frame.state.plausibility, key_, frame.undo,
         [&](const PlausibilityHistory& history, PlausibilityHistory& next) {

@@ -396,8 +396,8 @@ absl::Status PlausibilityJob::Validate() const {
     return s;
   }
   if (!previous.empty()) {
-    if (absl::Status s =
-            CheckPose(*skeleton, previous, "plausibility.previous");
+    if (absl::Status s = CheckInputPose(
+            *skeleton, previous, "plausibility.previous", previous_validated);
         !s.ok()) {
       return s;
     }
@@ -413,8 +413,8 @@ absl::Status PlausibilityJob::Validate() const {
       return absl::InvalidArgumentError(
           "plausibility.previous2: given without plausibility.previous");
     }
-    if (absl::Status s =
-            CheckPose(*skeleton, previous2, "plausibility.previous2");
+    if (absl::Status s = CheckInputPose(
+            *skeleton, previous2, "plausibility.previous2", previous_validated);
         !s.ok()) {
       return s;
     }

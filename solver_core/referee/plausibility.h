@@ -153,6 +153,9 @@ struct PlausibilityJob {
   absl::Span<const Transform> previous2 = {};
   Transform previous2_placement = Transform::Identity();
   float previous_dt = 0.0f;
+  // As input_validated, for `previous` and `previous2` (a service checks
+  // the frames it keeps once per frame).
+  bool previous_validated = false;
 
   // Empty (no range check) or one per joint; kNone entries are not checked.
   absl::Span<const JointLimit> limits = {};

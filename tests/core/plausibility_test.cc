@@ -598,6 +598,13 @@ TEST(Plausibility, BadInputNamesTheFieldAndJoint) {
   EXPECT_THAT(
       std::string(job.Validate().message()),
       HasSubstr("plausibility.input: 1 transforms for a skeleton of 2"));
+  job = base;
+  job.previous = off_unit;
+  job.dt = 0.016f;
+  EXPECT_THAT(std::string(job.Validate().message()),
+              HasSubstr("plausibility.previous[1] 'arm'"));
+  job.previous_validated = true;
+  EXPECT_TRUE(job.Validate().ok());
 
   job = base;
   job.rig_size = 0.0f;

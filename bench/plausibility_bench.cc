@@ -56,7 +56,8 @@ const PlausibilityScene& Scene() {
   return *scene;
 }
 
-// state.range(0) 1: limits checked once and screened, poses checked before
+// state.range(0) 1: limits checked once and screened (the screens also
+// laid out in groups of four), poses checked before
 // the job (what the service's plausibility op does), 0: the job as a
 // first-time caller sets it up.
 void BM_Plausibility(benchmark::State& state) {
@@ -66,6 +67,8 @@ void BM_Plausibility(benchmark::State& state) {
   for (const JointLimit& limit : s.limits) {
     screens.push_back(MakeEulerRangeScreen(limit));
   }
+  const std::vector<EulerRangeScreenGroup> groups =
+      MakeEulerRangeScreenGroups(s.limits, screens);
   PlausibilityResult result;
   result.violations.reserve(8 * s.skeleton->num_joints());
   PlausibilityJob job;
@@ -79,6 +82,7 @@ void BM_Plausibility(benchmark::State& state) {
   if (prepared) {
     job.limits_validated = true;
     job.range_screens = screens;
+    job.range_screen_groups = groups;
     // The op's poses are checked before the job: the frame's on the way
     // in, the kept frames by the op (HistoryFits).
     job.input_validated = true;

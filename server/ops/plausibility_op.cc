@@ -113,6 +113,7 @@ v1::PlausibilityCheck CheckToProto(PlausibilityCheck check) {
 struct PlausibilityRig {
   std::vector<JointLimit> limits;
   std::vector<EulerRangeScreen> range_screens;
+  std::vector<EulerRangeScreenGroup> range_screen_groups;
   std::vector<uint8_t> joint_checks;
 };
 
@@ -133,6 +134,7 @@ class Plausibility final : public PreparedOp {
     job.limits = rig_.limits;
     job.limits_validated = true;  // when compiled
     job.range_screens = rig_.range_screens;
+    job.range_screen_groups = rig_.range_screen_groups;
     job.joint_checks = rig_.joint_checks;
     job.result = &result;
     if (auto found = frame.state.plausibility.find(key_);
@@ -247,6 +249,8 @@ CompiledOp Compile(const OpCompileInput& input) {
   for (const JointLimit& limit : rig.limits) {
     rig.range_screens.push_back(MakeEulerRangeScreen(limit));
   }
+  rig.range_screen_groups =
+      MakeEulerRangeScreenGroups(rig.limits, rig.range_screens);
 
   rig.joint_checks.assign(n, kCheckAll);
   if (!op.has_skip_extremities() || op.skip_extremities()) {

@@ -138,50 +138,64 @@ int MotionSurelyWithin(absl::Span<const Transform> input,
   return ~lanes::Bits(unsure) & 0xF;
 }
 
-// Bit k set: joint j + k surely passes its range check: no limit, or an
-// Euler limit whose screen (SurelyWithinEulerRanges) is sure, computed for
-// four joints at once. The lanes share one Euler order, the first usable
-// screen's; a joint with another order or another kind of limit is left
-// unsure for the caller's exact check. The same quantities as the scalar
-// screen, summed in another order where that is simpler: the screen's
-// margin (kEulerScreenMargin) is far above rounding, and an unsure joint
-// is measured exactly.
-int RangesSurelyWithin(absl::Span<const JointLimit> limits,
-                       absl::Span<const EulerRangeScreen> screens,
-                       absl::Span<const Transform> input, int j) {
-  using lanes::F4;
+// The group of joints j .. j + 3 (MakeEulerRangeScreenGroups' layout).
+EulerRangeScreenGroup MakeGroup(absl::Span<const JointLimit> limits,
+                                absl::Span<const EulerRangeScreen> screens,
+                                int j) {
+  EulerRangeScreenGroup group;
   const EulerRangeScreen* order = nullptr;
-  int free = 0;      // no limit: nothing to check
-  int computed = 0;  // a usable screen of the group's order
   for (int k = 0; k < lanes::kWidth; ++k) {
+    group.reference[3][k] = 1.0f;  // the identity, unless computed
     const EulerRangeScreen& screen = screens[j + k];
     if (limits[j + k].type == JointLimitType::kNone) {
-      free |= 1 << k;
+      group.free |= 1 << k;
       continue;
     }
     if (!screen.usable) continue;
     if (order == nullptr) order = &screen;
-    if (screen.order == order->order) computed |= 1 << k;
+    if (screen.order != order->order) continue;
+    group.computed |= 1 << k;
+    const Eigen::Vector4f& reference = limits[j + k].reference.coeffs();
+    for (int r = 0; r < 4; ++r) group.reference[r][k] = reference[r];
+    for (int axis = 0; axis < 3; ++axis) {
+      group.cos_mid[axis][k] = screen.cos_mid[axis];
+      group.sin_mid[axis][k] = screen.sin_mid[axis];
+      group.cos_half[axis][k] = screen.cos_half[axis];
+    }
   }
-  if (computed == 0) return free;
+  if (order != nullptr) {
+    group.first = order->first;
+    group.middle = order->middle;
+    group.last = order->last;
+    group.sigma = order->even ? 1.0f : -1.0f;
+  }
+  return group;
+}
+
+// Bit k set: joint j + k surely passes its range check: no limit, or an
+// Euler limit whose screen (SurelyWithinEulerRanges) is sure, computed for
+// the four joints of `group` at once. The same quantities as the scalar
+// screen, summed in another order where that is simpler: the screen's
+// margin (kEulerScreenMargin) is far above rounding, and an unsure joint
+// is measured exactly.
+int RangesSurelyWithin(const EulerRangeScreenGroup& group,
+                       absl::Span<const Transform> input, int j) {
+  using lanes::F4;
+  if (group.computed == 0) return group.free;
   F4 local[4], reference[4], q[4];
   lanes::LoadColumns(RotationRow(input, j), RotationRow(input, j + 1),
                      RotationRow(input, j + 2), RotationRow(input, j + 3),
                      local);
-  auto reference_row = [&](int k) {
-    return limits[j + k].reference.coeffs().data();
-  };
-  lanes::LoadColumns(reference_row(0), reference_row(1), reference_row(2),
-                     reference_row(3), reference);
+  for (int r = 0; r < 4; ++r) reference[r] = lanes::Load(group.reference[r]);
   MultiplyConjugate(reference, local, q);
   const F4 norm =
       lanes::Sqrt((q[0] * q[0] + q[2] * q[2]) + (q[1] * q[1] + q[3] * q[3]));
   // The order's axes: a, b, c are the vector components along its first,
   // middle and last axes; sigma flips the off-diagonal signs of an odd
   // order (as ToEuler's s does).
-  const F4 a = q[order->first] / norm, b = q[order->middle] / norm,
-           c = q[order->last] / norm, w = q[3] / norm;
-  const F4 sigma = lanes::Splat(order->even ? 1.0f : -1.0f);
+  const F4 a = q[group.first] / norm, b = q[group.middle] / norm,
+           c = q[group.last] / norm, w = q[3] / norm;
+  const F4 sigma = lanes::Splat(group.sigma);
   const F4 one = lanes::Splat(1.0f), two = lanes::Splat(2.0f);
   const F4 ta = two * a, tb = two * b, tc = two * c;
   // The rotation matrix's entries ToEuler reads, m(row, column) over the
@@ -196,24 +210,17 @@ int RangesSurelyWithin(absl::Span<const JointLimit> limits,
   const F4 rb = lanes::Sqrt(yb * yb + cos_b * cos_b);
   // An angle atan2(y, x) in its arc: x cos_mid + y sin_mid >= r cos_half,
   // with each lane's constants for that axis (a lane outside `computed`
-  // reads its own screen's, whatever they are, and is masked out).
-  const EulerRangeScreen* lane[4] = {&screens[j], &screens[j + 1],
-                                     &screens[j + 2], &screens[j + 3]};
-  auto gather = [&lane](const Eigen::Vector3f EulerRangeScreen::*field,
-                        int axis) {
-    return lanes::Set((lane[0]->*field)[axis], (lane[1]->*field)[axis],
-                      (lane[2]->*field)[axis], (lane[3]->*field)[axis]);
-  };
-  auto within = [&](int axis, F4 y, F4 x, F4 r) {
-    const F4 lhs = x * gather(&EulerRangeScreen::cos_mid, axis) +
-                   y * gather(&EulerRangeScreen::sin_mid, axis);
-    return lhs >= r * gather(&EulerRangeScreen::cos_half, axis);
+  // holds zeros and is masked out).
+  auto within = [&group](int axis, F4 y, F4 x, F4 r) {
+    const F4 lhs = x * lanes::Load(group.cos_mid[axis]) +
+                   y * lanes::Load(group.sin_mid[axis]);
+    return lhs >= r * lanes::Load(group.cos_half[axis]);
   };
   const lanes::M4 sure = (cos_b > lanes::Splat(0.1f)) &
-                         within(order->middle, yb, cos_b, rb) &
-                         within(order->first, -(sigma * m_jk), m_kk, cos_b) &
-                         within(order->last, -(sigma * m_ij), m_ii, cos_b);
-  return free | (computed & lanes::Bits(sure));
+                         within(group.middle, yb, cos_b, rb) &
+                         within(group.first, -(sigma * m_jk), m_kk, cos_b) &
+                         within(group.last, -(sigma * m_ij), m_ii, cos_b);
+  return group.free | (group.computed & lanes::Bits(sure));
 }
 
 // Bit k set: joint j + k surely passes the bone checks: its length
@@ -449,6 +456,15 @@ absl::Status PlausibilityJob::Validate() const {
                      " limits (give none, or one per "
                      "limit)"));
   }
+  if (!range_screen_groups.empty() &&
+      (range_screens.empty() ||
+       range_screen_groups.size() != limits.size() / lanes::kWidth)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plausibility.range_screen_groups: ", range_screen_groups.size(),
+        " groups for ", limits.size(), " limits and ", range_screens.size(),
+        " screens (give none, or MakeEulerRangeScreenGroups of the limits "
+        "and their screens)"));
+  }
   const PlausibilityThresholds& t = thresholds;
   for (const auto& [value, name] :
        {std::pair<float, const char*>{t.range_tolerance, "range_tolerance"},
@@ -505,9 +521,14 @@ absl::Status PlausibilityJob::Run() const {
     CheckUnlessSure(
         n,
         [&](int j) {
-          return range_screens.empty()
-                     ? 0
-                     : RangesSurelyWithin(limits, range_screens, input, j);
+          if (range_screens.empty()) return 0;
+          // Laid out once by the caller, or here, for this group alone.
+          if (!range_screen_groups.empty()) {
+            return RangesSurelyWithin(range_screen_groups[j / lanes::kWidth],
+                                      input, j);
+          }
+          return RangesSurelyWithin(MakeGroup(limits, range_screens, j), input,
+                                    j);
         },
         [&](int j) {
           if ((checks(j) & kCheckRange) == 0) return;
@@ -668,6 +689,18 @@ void AdvanceHistory(const PlausibilityHistory& history,
   next.placements[0] = placement;
   next.dts[0] = dt;
   next.frames = std::min(history.frames + 1, 2);
+}
+
+std::vector<EulerRangeScreenGroup> MakeEulerRangeScreenGroups(
+    absl::Span<const JointLimit> limits,
+    absl::Span<const EulerRangeScreen> screens) {
+  std::vector<EulerRangeScreenGroup> groups;
+  if (screens.size() != limits.size()) return groups;
+  const int n = static_cast<int>(limits.size());
+  for (int j = 0; j + lanes::kWidth <= n; j += lanes::kWidth) {
+    groups.push_back(MakeGroup(limits, screens, j));
+  }
+  return groups;
 }
 
 }  // namespace posewire

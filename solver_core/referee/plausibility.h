@@ -96,6 +96,34 @@ struct PlausibilityThresholds {
   float teleport_distance = 0.5f;
 };
 
+// The range screens (MakeEulerRangeScreen) of four consecutive joints,
+// 4g .. 4g + 3, laid out once in rows of four lanes, so that a run loads
+// them rather than gathering them joint by joint.
+struct EulerRangeScreenGroup {
+  // Bit k: joint 4g + k has no limit (nothing to check).
+  int free = 0;
+  // Bit k: joint 4g + k has a usable screen of the group's Euler order (the
+  // first usable one's); the others are left to the exact check.
+  int computed = 0;
+  // The group's order: its axes first to last, and -1 for an odd order.
+  int first = 0, middle = 1, last = 2;
+  float sigma = 1.0f;
+  // Row r, lane k: joint 4g + k's reference rotation coefficient r (x, y,
+  // z, w; the identity outside `computed`), and per axis (x, y, z) its
+  // screen's cos_mid, sin_mid and cos_half.
+  alignas(16) float reference[4][4] = {};
+  alignas(16) float cos_mid[3][4] = {};
+  alignas(16) float sin_mid[3][4] = {};
+  alignas(16) float cos_half[3][4] = {};
+};
+
+// One group per four limits (limits.size() / 4; the last joints past a
+// multiple of four have none), from `screens`: MakeEulerRangeScreen of each
+// limit (none when `screens` is not one per limit).
+std::vector<EulerRangeScreenGroup> MakeEulerRangeScreenGroups(
+    absl::Span<const JointLimit> limits,
+    absl::Span<const EulerRangeScreen> screens);
+
 // Bits of PlausibilityJob::joint_checks.
 enum PlausibilityJointCheck : uint8_t {
   kCheckRange = 1,   // range of motion
@@ -166,6 +194,10 @@ struct PlausibilityJob {
   // the screen finds surely within its ranges skips the Euler angles. The
   // report is the same with or without (joint_limits.h).
   absl::Span<const EulerRangeScreen> range_screens = {};
+  // Empty, or MakeEulerRangeScreenGroups(limits, range_screens) (needs
+  // range_screens): the same screens, four joints at a time, laid out once
+  // for the screen in lanes. The report is the same with or without.
+  absl::Span<const EulerRangeScreenGroup> range_screen_groups = {};
   // Empty (every check on every joint) or one per joint: the
   // PlausibilityJointCheck bits of the checks that apply to it. Rigs leave
   // out what they cannot vouch for: fingers and toes that capture tracks

@@ -462,8 +462,9 @@ TEST(Plausibility, MeasuresMatchHandComputedValues) {
 
 TEST(Plausibility, RangeScreensAndValidatedLimitsChangeNoReport) {
   // The learnt limits pulled 0.6 rad in on every side, so that many frames
-  // cross them: the report with screens (and limits checked once) is the
-  // one without, bit for bit.
+  // cross them: the report with screens (and limits checked once), and
+  // with the screens laid out in groups of four, is the one without, bit
+  // for bit.
   int violations = 0;
   for (const Sequence& q : HonestSequencesAt(2, 0, true)) {
     ASSERT_FALSE(q.limits.empty());
@@ -481,8 +482,11 @@ TEST(Plausibility, RangeScreensAndValidatedLimitsChangeNoReport) {
     for (const JointLimit& limit : tight) {
       screens.push_back(MakeEulerRangeScreen(limit));
     }
+    const std::vector<EulerRangeScreenGroup> groups =
+        MakeEulerRangeScreenGroups(tight, screens);
+    ASSERT_EQ(groups.size(), tight.size() / 4);
     for (int f = 0; f < static_cast<int>(q.frames.size()); ++f) {
-      PlausibilityResult plain, screened;
+      PlausibilityResult plain, screened, grouped;
       PlausibilityJob job;
       job.skeleton = q.skeleton;
       job.input = q.frames[f];
@@ -495,15 +499,20 @@ TEST(Plausibility, RangeScreensAndValidatedLimitsChangeNoReport) {
       job.range_screens = screens;
       job.result = &screened;
       ASSERT_TRUE(job.Run().ok());
-      ASSERT_EQ(plain.violations.size(), screened.violations.size())
-          << q.name << " frame " << f;
-      for (size_t i = 0; i < plain.violations.size(); ++i) {
-        const PlausibilityViolation& a = plain.violations[i];
-        const PlausibilityViolation& b = screened.violations[i];
-        EXPECT_EQ(a.joint, b.joint);
-        EXPECT_EQ(a.axis, b.axis);
-        EXPECT_EQ(absl::bit_cast<uint32_t>(a.measured),
-                  absl::bit_cast<uint32_t>(b.measured));
+      job.range_screen_groups = groups;
+      job.result = &grouped;
+      ASSERT_TRUE(job.Run().ok());
+      for (const PlausibilityResult* other : {&screened, &grouped}) {
+        ASSERT_EQ(plain.violations.size(), other->violations.size())
+            << q.name << " frame " << f;
+        for (size_t i = 0; i < plain.violations.size(); ++i) {
+          const PlausibilityViolation& a = plain.violations[i];
+          const PlausibilityViolation& b = other->violations[i];
+          EXPECT_EQ(a.joint, b.joint);
+          EXPECT_EQ(a.axis, b.axis);
+          EXPECT_EQ(absl::bit_cast<uint32_t>(a.measured),
+                    absl::bit_cast<uint32_t>(b.measured));
+        }
       }
       violations += static_cast<int>(plain.violations.size());
     }
@@ -610,6 +619,16 @@ TEST(Plausibility, BadInputNamesTheFieldAndJoint) {
   job.rig_size = 0.0f;
   EXPECT_THAT(std::string(job.Validate().message()),
               HasSubstr("plausibility.rig_size"));
+
+  // Screen groups need the screens they are laid out from.
+  const std::vector<JointLimit> free_limits(2);
+  const std::vector<EulerRangeScreenGroup> one_group(1);
+  job = base;
+  job.limits = free_limits;
+  job.range_screen_groups = one_group;
+  EXPECT_THAT(std::string(job.Validate().message()),
+              HasSubstr("plausibility.range_screen_groups: 1 groups for 2 "
+                        "limits and 0 screens"));
 
   const std::vector<uint8_t> short_checks = {kCheckAll};
   job = base;

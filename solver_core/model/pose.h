@@ -149,6 +149,25 @@ class TransformScreen {
   lanes::F4 sum_ = lanes::Zero();
   lanes::M4 bad_ = lanes::NoLanes();
 };
+
+// The screen over `n` transforms, `row(i)` the i-th one's floats: rotation
+// norms four at a time (lanes::FourDots), the last few one at a time.
+template <typename Row>
+inline bool ScreenInFours(size_t n, const Row& row) {
+  TransformScreen screen;
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    lanes::F4 q[4];
+    for (size_t k = 0; k < 4; ++k) {
+      const float* t = row(i + k);
+      screen.AddTranslationAndScale(t);
+      q[k] = lanes::LoadU(t + 4);
+    }
+    screen.AddSquaredNorms(lanes::FourDots(q, q));
+  }
+  for (; i < n; ++i) screen.Add(row(i));
+  return screen.Passed();
+}
 }  // namespace pose_internal
 #endif
 
@@ -170,20 +189,8 @@ inline bool PoseLooksValid(absl::Span<const Transform> pose) {
     }
 #endif
     const float* p = reinterpret_cast<const float*>(pose.data());
-    const size_t n = pose.size();
-    pose_internal::TransformScreen screen;
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4, p += 48) {
-      lanes::F4 q[4];
-      for (int k = 0; k < 4; ++k) {
-        const float* t = p + 12 * k;
-        screen.AddTranslationAndScale(t);
-        q[k] = lanes::LoadU(t + 4);
-      }
-      screen.AddSquaredNorms(lanes::FourDots(q, q));
-    }
-    for (; i < n; ++i, p += 12) screen.Add(p);
-    return screen.Passed();
+    return pose_internal::ScreenInFours(pose.size(),
+                                        [p](size_t i) { return p + 12 * i; });
   }
 #endif
   for (const Transform& t : pose) {
@@ -250,23 +257,9 @@ inline bool TransformsLookValid(absl::Span<const Transform> pose,
                                 absl::Span<const int> joints) {
 #if defined(__SSE2__)
   if constexpr (kSimdTransformLayout) {
-    // As PoseLooksValid: four rotation norms at a time.
-    pose_internal::TransformScreen screen;
-    const size_t n = joints.size();
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      lanes::F4 q[4];
-      for (size_t k = 0; k < 4; ++k) {
-        const float* t = reinterpret_cast<const float*>(&pose[joints[i + k]]);
-        screen.AddTranslationAndScale(t);
-        q[k] = lanes::LoadU(t + 4);
-      }
-      screen.AddSquaredNorms(lanes::FourDots(q, q));
-    }
-    for (; i < n; ++i) {
-      screen.Add(reinterpret_cast<const float*>(&pose[joints[i]]));
-    }
-    return screen.Passed();
+    return pose_internal::ScreenInFours(joints.size(), [&](size_t i) {
+      return reinterpret_cast<const float*>(&pose[joints[i]]);
+    });
   }
 #endif
   for (const int j : joints) {

@@ -620,6 +620,13 @@ TEST(Plausibility, BadInputNamesTheFieldAndJoint) {
   EXPECT_THAT(std::string(job.Validate().message()),
               HasSubstr("plausibility.rig_size"));
 
+  // Groups are made from one screen per limit, four joints each; screens
+  // that do not match the limits give none.
+  const std::vector<JointLimit> five(5);
+  const std::vector<EulerRangeScreen> five_screens(5), four_screens(4);
+  EXPECT_EQ(MakeEulerRangeScreenGroups(five, five_screens).size(), 1u);
+  EXPECT_TRUE(MakeEulerRangeScreenGroups(five, four_screens).empty());
+
   // Screen groups need the screens they are laid out from.
   const std::vector<JointLimit> free_limits(2);
   const std::vector<EulerRangeScreenGroup> one_group(1);

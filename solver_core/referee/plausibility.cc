@@ -107,6 +107,17 @@ const float* RotationRow(absl::Span<const Transform> pose, int j) {
   return pose[j].rotation.coeffs().data();
 }
 
+// The first joint of group g of EulerRangeScreenGroupCount(n): 4g, and for
+// the last group of a count that is no multiple of four, n - 4.
+int RangeScreenGroupStart(int n, int g) {
+  return std::min(g * lanes::kWidth, n - lanes::kWidth);
+}
+
+// The group that starts at joint j (RangeScreenGroupStart's inverse).
+int RangeScreenGroupIndex(int j) {
+  return (j + lanes::kWidth - 1) / lanes::kWidth;
+}
+
 // Bit k set: joint j + k's motion is surely within the velocity screen
 // and, with `previous2`, the acceleration screen of PlausibilityJob::Run
 // (the same quantities, four joints at once); the caller measures the
@@ -263,14 +274,25 @@ int BonesSurelyWithin(const Skeleton& skeleton,
 // checked.
 template <typename Sure, typename Check>
 void CheckUnlessSure(int n, const Sure& sure, const Check& check) {
+  if (!kLanes || n < lanes::kWidth) {
+    for (int j = 0; j < n; ++j) check(j);
+    return;
+  }
   int j = 0;
-  for (; kLanes && j + lanes::kWidth <= n; j += lanes::kWidth) {
+  for (; j + lanes::kWidth <= n; j += lanes::kWidth) {
     const int bits = sure(j);
     for (int k = 0; k < lanes::kWidth; ++k) {
       if ((bits >> k & 1) == 0) check(j + k);
     }
   }
-  for (; j < n; ++j) check(j);
+  if (j == n) return;
+  // The joints past the last multiple of four: screened as the last four
+  // joints, of which the first ones were checked above.
+  const int start = n - lanes::kWidth;
+  const int bits = sure(start);
+  for (; j < n; ++j) {
+    if ((bits >> (j - start) & 1) == 0) check(j);
+  }
 }
 
 // Bit k set: joint j + k is a root (its placement, not a parent, holds it).
@@ -458,7 +480,8 @@ absl::Status PlausibilityJob::Validate() const {
   }
   if (!range_screen_groups.empty() &&
       (range_screens.empty() ||
-       range_screen_groups.size() != limits.size() / lanes::kWidth)) {
+       static_cast<int>(range_screen_groups.size()) !=
+           EulerRangeScreenGroupCount(static_cast<int>(limits.size())))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "plausibility.range_screen_groups: ", range_screen_groups.size(),
         " groups for ", limits.size(), " limits and ", range_screens.size(),
@@ -524,8 +547,8 @@ absl::Status PlausibilityJob::Run() const {
           if (range_screens.empty()) return 0;
           // Laid out once by the caller, or here, for this group alone.
           if (!range_screen_groups.empty()) {
-            return RangesSurelyWithin(range_screen_groups[j / lanes::kWidth],
-                                      input, j);
+            return RangesSurelyWithin(
+                range_screen_groups[RangeScreenGroupIndex(j)], input, j);
           }
           return RangesSurelyWithin(MakeGroup(limits, range_screens, j), input,
                                     j);
@@ -691,14 +714,19 @@ void AdvanceHistory(const PlausibilityHistory& history,
   next.frames = std::min(history.frames + 1, 2);
 }
 
+int EulerRangeScreenGroupCount(int joints) {
+  return joints < lanes::kWidth ? 0
+                                : (joints + lanes::kWidth - 1) / lanes::kWidth;
+}
+
 std::vector<EulerRangeScreenGroup> MakeEulerRangeScreenGroups(
     absl::Span<const JointLimit> limits,
     absl::Span<const EulerRangeScreen> screens) {
   std::vector<EulerRangeScreenGroup> groups;
   if (screens.size() != limits.size()) return groups;
   const int n = static_cast<int>(limits.size());
-  for (int j = 0; j + lanes::kWidth <= n; j += lanes::kWidth) {
-    groups.push_back(MakeGroup(limits, screens, j));
+  for (int g = 0; g < EulerRangeScreenGroupCount(n); ++g) {
+    groups.push_back(MakeGroup(limits, screens, RangeScreenGroupStart(n, g)));
   }
   return groups;
 }

@@ -97,18 +97,18 @@ struct PlausibilityThresholds {
 };
 
 // The range screens (MakeEulerRangeScreen) of four consecutive joints,
-// 4g .. 4g + 3, laid out once in rows of four lanes, so that a run loads
+// j .. j + 3, laid out once in rows of four lanes, so that a run loads
 // them rather than gathering them joint by joint.
 struct EulerRangeScreenGroup {
-  // Bit k: joint 4g + k has no limit (nothing to check).
+  // Bit k: joint j + k has no limit (nothing to check).
   int free = 0;
-  // Bit k: joint 4g + k has a usable screen of the group's Euler order (the
+  // Bit k: joint j + k has a usable screen of the group's Euler order (the
   // first usable one's); the others are left to the exact check.
   int computed = 0;
   // The group's order: its axes first to last, and -1 for an odd order.
   int first = 0, middle = 1, last = 2;
   float sigma = 1.0f;
-  // Row r, lane k: joint 4g + k's reference rotation coefficient r (x, y,
+  // Row r, lane k: joint j + k's reference rotation coefficient r (x, y,
   // z, w; the identity outside `computed`), and per axis (x, y, z) its
   // screen's cos_mid, sin_mid and cos_half.
   alignas(16) float reference[4][4] = {};
@@ -117,9 +117,15 @@ struct EulerRangeScreenGroup {
   alignas(16) float cos_half[3][4] = {};
 };
 
-// One group per four limits (limits.size() / 4; the last joints past a
-// multiple of four have none), from `screens`: MakeEulerRangeScreen of each
-// limit (none when `screens` is not one per limit).
+// How many groups MakeEulerRangeScreenGroups lays out for `joints`
+// limits: one per four joints, group g starting at joint 4g, and when the
+// count is no multiple of four a last group of the last four joints (it
+// overlaps the one before); none under four joints.
+int EulerRangeScreenGroupCount(int joints);
+
+// EulerRangeScreenGroupCount(limits.size()) groups from `screens`:
+// MakeEulerRangeScreen of each limit (none when `screens` is not one per
+// limit).
 std::vector<EulerRangeScreenGroup> MakeEulerRangeScreenGroups(
     absl::Span<const JointLimit> limits,
     absl::Span<const EulerRangeScreen> screens);

@@ -484,7 +484,8 @@ TEST(Plausibility, RangeScreensAndValidatedLimitsChangeNoReport) {
     }
     const std::vector<EulerRangeScreenGroup> groups =
         MakeEulerRangeScreenGroups(tight, screens);
-    ASSERT_EQ(groups.size(), tight.size() / 4);
+    ASSERT_EQ(static_cast<int>(groups.size()),
+              EulerRangeScreenGroupCount(static_cast<int>(tight.size())));
     for (int f = 0; f < static_cast<int>(q.frames.size()); ++f) {
       PlausibilityResult plain, screened, grouped;
       PlausibilityJob job;
@@ -518,6 +519,81 @@ TEST(Plausibility, RangeScreensAndValidatedLimitsChangeNoReport) {
     }
   }
   EXPECT_GT(violations, 100);
+}
+
+// A chain of `n` joints, each a 1-unit bone along +y from its parent.
+Skeleton Chain(int n) {
+  SkeletonDesc d;
+  for (int j = 0; j < n; ++j) {
+    d.joint_names.push_back(absl::StrCat("j", j));
+    d.parents.push_back(j == 0 ? kNoParent : j - 1);
+  }
+  d.rest_pose.resize(n);
+  for (int j = 1; j < n; ++j) d.rest_pose[j].translation = {0, 1, 0};
+  return *Skeleton::Create(std::move(d));
+}
+
+// The checks go four joints at a time, and the joints past the last
+// multiple of four as the last four (overlapping the group before): a
+// fault at any joint of any count is reported once, naming that joint,
+// with and without the range screens and their groups.
+TEST(Plausibility, EveryJointIsCheckedOnceWhateverTheCount) {
+  for (int n = 2; n <= 11; ++n) {
+    const Skeleton s = Chain(n);
+    const std::vector<Transform> rest = RestPose(s);
+    std::vector<JointLimit> limits(n);
+    for (JointLimit& l : limits) {
+      l = EulerLimit(EulerOrder::kXYZ, Eigen::Vector3f(-0.5f, -0.5f, -0.5f),
+                     Eigen::Vector3f(0.5f, 0.5f, 0.5f));
+    }
+    std::vector<EulerRangeScreen> screens;
+    for (const JointLimit& l : limits) {
+      screens.push_back(MakeEulerRangeScreen(l));
+    }
+    const std::vector<EulerRangeScreenGroup> groups =
+        MakeEulerRangeScreenGroups(limits, screens);
+    ASSERT_EQ(static_cast<int>(groups.size()), EulerRangeScreenGroupCount(n));
+    EXPECT_EQ(EulerRangeScreenGroupCount(n), n < 4 ? 0 : (n + 3) / 4);
+    for (int fault = 1; fault < n; ++fault) {
+      for (PlausibilityCheck check :
+           {PlausibilityCheck::kRangeOfMotion, PlausibilityCheck::kBoneLength,
+            PlausibilityCheck::kAngularVelocity}) {
+        std::vector<Transform> pose = rest;
+        if (check == PlausibilityCheck::kRangeOfMotion) {
+          pose[fault].rotation =
+              Eigen::AngleAxisf(0.8f, Eigen::Vector3f::UnitX());
+        } else if (check == PlausibilityCheck::kBoneLength) {
+          pose[fault].translation *= 1.1f;
+        } else {
+          pose[fault].rotation =
+              Eigen::AngleAxisf(0.3f, Eigen::Vector3f::UnitZ());
+        }
+        for (bool prepared : {false, true}) {
+          PlausibilityResult result;
+          PlausibilityJob job;
+          job.skeleton = &s;
+          job.input = pose;
+          if (check == PlausibilityCheck::kAngularVelocity) {
+            job.previous = rest;
+            job.dt = 0.3f / 100.0f;  // 100 rad/s against the default 78.5
+          } else {
+            job.limits = limits;
+          }
+          if (prepared && !job.limits.empty()) {
+            job.range_screens = screens;
+            job.range_screen_groups = groups;
+          }
+          job.result = &result;
+          ASSERT_TRUE(job.Run().ok());
+          ASSERT_EQ(result.violations.size(), 1u)
+              << n << " joints, fault at " << fault << ", "
+              << PlausibilityCheckName(check);
+          EXPECT_EQ(result.violations[0].check, check);
+          EXPECT_EQ(result.violations[0].joint, fault);
+        }
+      }
+    }
+  }
 }
 
 TEST(Plausibility, PlacementMovesAndTurnsTheRoot) {
@@ -620,11 +696,11 @@ TEST(Plausibility, BadInputNamesTheFieldAndJoint) {
   EXPECT_THAT(std::string(job.Validate().message()),
               HasSubstr("plausibility.rig_size"));
 
-  // Groups are made from one screen per limit, four joints each; screens
-  // that do not match the limits give none.
+  // Groups are made from one screen per limit, four joints each (five
+  // joints: 0-3 and 1-4); screens that do not match the limits give none.
   const std::vector<JointLimit> five(5);
   const std::vector<EulerRangeScreen> five_screens(5), four_screens(4);
-  EXPECT_EQ(MakeEulerRangeScreenGroups(five, five_screens).size(), 1u);
+  EXPECT_EQ(MakeEulerRangeScreenGroups(five, five_screens).size(), 2u);
   EXPECT_TRUE(MakeEulerRangeScreenGroups(five, four_screens).empty());
 
   // Screen groups need the screens they are laid out from.

@@ -11,6 +11,8 @@
 # interactive: 200 streams, 1 character per message at 60 Hz each, over a
 #              pool of 4 connections (50 streams each; gRPC's performance
 #              guide: spread many long-lived streams over a channel pool)
+# interactive_headroom: the interactive layout with 1.5x the streams (300),
+#              the headroom the interactive aim asks for
 # batch_1ch, interactive_1ch: the same over one connection
 # interactive_capacity: the interactive layout, each target's highest rate
 #              per stream holding p99 <= P99_MS (default 1) ms
@@ -107,6 +109,9 @@ for scenario in $scenarios; do
       interactive)
         start_server 127.0.0.1:0 2 "$out/server.log"
         args=(--mode=stream --streams=200 --characters=1 --rate=60 --channels=4) ;;
+      interactive_headroom)
+        start_server 127.0.0.1:0 2 "$out/server.log"
+        args=(--mode=stream --streams=300 --characters=1 --rate=60 --channels=4) ;;
       interactive_capacity)
         start_server 127.0.0.1:0 2 "$out/server.log"
         args=(--mode=stream --streams=200 --characters=1 --rate=60 --channels=4

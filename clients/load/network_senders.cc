@@ -165,6 +165,16 @@ bool ServerWentAway(const grpc::Status& status) {
   }
 }
 
+// The status a draining server ends a handed-over stream with. A client
+// can get it without having read the hand-over: when its next write meets
+// the closed stream first, gRPC cancels the call on the failed send (the
+// core's FilterStackCall::BatchControl::FinishBatch), and the hand-over
+// message it had already received is never delivered to the read.
+bool DrainedWithHandover(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+         absl::StrContains(status.error_message(), "SessionSnapshot.handover");
+}
+
 // A Session workload as the bytes the streams send.
 struct EncodedSession {
   EncodedSession(const load::Workload& workload, const Config& config)
@@ -489,6 +499,14 @@ class StreamSender final : public NetworkSender {
   // over or lost goes on in a new call; otherwise the stream ends, a
   // broken call counting as its error.
   void CallDone(Call& call, const grpc::Status& status) {
+    if (call.broken() && !call.handed_over && DrainedWithHandover(status)) {
+      // Handed over, but its snapshot was lost on the way to the read
+      // (DrainedWithHandover): a hand-over still, not an error; a resume
+      // goes on from the newest snapshot kept.
+      ++r_.handovers;
+      ++r_.handover_snapshots_lost;
+      call.handed_over = true;
+    }
     const bool went_away =
         call.handed_over || (call.broken() && ServerWentAway(status));
     if (phase_.config.resume && went_away && !stopped_ &&

@@ -151,6 +151,7 @@ PhaseResult RunPhase(
     p.answered += r.answered;
     p.character_frames += r.character_frames;
     p.handovers += r.handovers;
+    p.handover_snapshots_lost += r.handover_snapshots_lost;
     p.resumes += r.resumes;
     p.replayed += r.replayed;
     for (const auto& [code, count] : r.errors) p.errors[code] += count;
@@ -178,8 +179,11 @@ void Print(const PhaseResult& p) {
   std::printf("%-10s errors: %s\n", "",
               errors.empty() ? "none" : absl::StrJoin(errors, ", ").c_str());
   if (p.handovers > 0) {
-    std::printf("%-10s streams handed over by a draining server: %lld\n", "",
-                static_cast<long long>(p.handovers));
+    std::printf(
+        "%-10s streams handed over by a draining server: %lld (snapshot "
+        "not read: %lld)\n",
+        "", static_cast<long long>(p.handovers),
+        static_cast<long long>(p.handover_snapshots_lost));
   }
   if (p.resumes > 0) {
     std::printf(
@@ -210,13 +214,15 @@ std::string Json(const PhaseResult& p) {
       "\"messages_per_second\": %.1f, \"latency_us\": {\"p50\": %.1f, "
       "\"p90\": %.1f, \"p99\": %.1f, \"p99_9\": %.1f, \"max\": %.1f}, "
       "\"errors\": {%s}, \"error_count\": %d, \"handovers\": %d, "
-      "\"resumes\": %d, \"replayed\": %d, \"latency_cdf_us\": [%s]}",
+      "\"handover_snapshots_lost\": %d, \"resumes\": %d, \"replayed\": %d, "
+      "\"latency_cdf_us\": [%s]}",
       p.seconds, p.sent, p.answered, p.character_frames,
       p.CharacterFramesPerSecond(), p.MessagesPerSecond(), p.Percentile(50),
       p.Percentile(90), p.Percentile(99), p.Percentile(99.9),
       p.latency_ns.empty() ? 0.0 : p.latency_ns.back() / 1000.0,
-      absl::StrJoin(errors, ", "), p.TotalErrors(), p.handovers, p.resumes,
-      p.replayed, absl::StrJoin(cdf, ", "));
+      absl::StrJoin(errors, ", "), p.TotalErrors(), p.handovers,
+      p.handover_snapshots_lost, p.resumes, p.replayed,
+      absl::StrJoin(cdf, ", "));
 }
 
 }  // namespace posewire::load

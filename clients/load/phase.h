@@ -51,6 +51,9 @@ struct SenderResult {
   // Streams a draining server handed over (SessionSnapshot.handover); their
   // end is not an error, and the message in flight was not read.
   int64_t handovers = 0;
+  // Of those, hand-overs whose snapshot message never reached the read
+  // (the stream ended with the drain's status first).
+  int64_t handover_snapshots_lost = 0;
   // Streams resumed in a new call (--resume): after a hand-over or a
   // server lost; and the answered frames they replayed to rebuild state.
   int64_t resumes = 0;
@@ -65,6 +68,7 @@ struct PhaseResult {
   int64_t character_frames = 0;
   std::map<int, int64_t> errors;
   int64_t handovers = 0;
+  int64_t handover_snapshots_lost = 0;
   int64_t resumes = 0;
   int64_t replayed = 0;
   std::vector<int64_t> latency_ns;  // sorted

@@ -221,7 +221,9 @@ void BM_CrossfadeStep(benchmark::State& state) {
   LocalPose pose(kJoints);
   CrossfadeJob job;
   job.skeleton = &skeleton;
-  job.clips = *clips;
+  static const std::vector<const Clip*>* pointers =
+      new std::vector<const Clip*>{&(*clips)[0], &(*clips)[1]};
+  job.clips = *pointers;
   job.clips_validated = true;
   job.dt = kFrame;
   job.workspace = &workspace;

@@ -61,10 +61,12 @@ class LocalSender {
 
 class LocalStream final : public LocalSender {
  public:
-  LocalStream(const server::ServerConfig& config, const Phase& phase, int index,
-              SenderResult& r)
+  // `clips`: the clip cache shared by the phase's streams, as the server's
+  // sessions share one.
+  LocalStream(const server::ServerConfig& config, server::ClipCache& clips,
+              const Phase& phase, int index, SenderResult& r)
       : LocalSender(phase, index, r),
-        session_(config),
+        session_(config, nullptr, &clips),
         frames_(phase.workload.frames),
         queries_(phase.workload.queries) {}
 
@@ -187,12 +189,13 @@ void RunInProcess(const Phase& phase, int threads,
   // The server's defaults: the same limits the service enforces.
   const server::ServerConfig config;
   server::SkeletonCache cache(config.skeleton_cache_size);
+  server::ClipCache clips;
   const int n = phase.config.senders;
   std::vector<std::unique_ptr<LocalSender>> senders;
   for (int i = 0; i < n; ++i) {
     if (phase.config.stream) {
       senders.push_back(
-          std::make_unique<LocalStream>(config, phase, i, results[i]));
+          std::make_unique<LocalStream>(config, clips, phase, i, results[i]));
     } else {
       senders.push_back(
           std::make_unique<LocalUnary>(config, cache, phase, i, results[i]));

@@ -26,9 +26,9 @@ ClipLibrary::ClipLibrary(
     const google::protobuf::RepeatedPtrField<v1::Clip>* wire_clips)
     : skeleton_(skeleton), wire_clips_(wire_clips) {
   const int n = wire_clips->size();
-  clips_.resize(n);
+  owned_.resize(n);
+  clips_.assign(n, nullptr);
   names_.resize(n);
-  ready_.assign(n, false);
   for (int i = 0; i < n; ++i) {
     names_[i] = (*wire_clips)[i].name();
     // The first clip of a name wins; duplicates are rejected when the
@@ -39,16 +39,21 @@ ClipLibrary::ClipLibrary(
 
 ClipLibrary::ClipLibrary(const Skeleton* skeleton) : skeleton_(skeleton) {}
 
-absl::Status ClipLibrary::Add(std::string name, Clip clip) {
+absl::Status ClipLibrary::Add(std::string name,
+                              std::shared_ptr<const Clip> clip) {
   if (index_.contains(name)) {
     return absl::AlreadyExistsError(
         absl::StrCat("clip '", name, "' is already registered"));
   }
   index_.emplace(name, static_cast<int>(clips_.size()));
   names_.push_back(std::move(name));
-  clips_.push_back(std::move(clip));
-  ready_.push_back(true);
+  clips_.push_back(clip.get());
+  owned_.push_back(std::move(clip));
   return absl::OkStatus();
+}
+
+absl::Status ClipLibrary::Add(std::string name, Clip clip) {
+  return Add(std::move(name), std::make_shared<const Clip>(std::move(clip)));
 }
 
 absl::StatusOr<int> ClipLibrary::Find(absl::string_view name,
@@ -59,12 +64,12 @@ absl::StatusOr<int> ClipLibrary::Find(absl::string_view name,
         absl::StrCat(field, ": no clip named '", name, "'"));
   }
   const int index = it->second;
-  if (!ready_[index]) {
+  if (clips_[index] == nullptr) {
     auto clip = ClipFromProto((*wire_clips_)[index], *skeleton_,
                               absl::StrCat("clips[", index, "]"));
     if (!clip.ok()) return clip.status();
-    clips_[index] = *std::move(clip);
-    ready_[index] = true;
+    owned_[index] = std::make_shared<const Clip>(*std::move(clip));
+    clips_[index] = owned_[index].get();
   }
   return index;
 }

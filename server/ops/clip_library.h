@@ -3,11 +3,14 @@
 // A Solve request carries clips without saying which skeleton they animate,
 // so they are converted (and validated) against a skeleton the first time an
 // operation of a character with that skeleton names them. A session
-// registers clips for a skeleton up front. Both end up here: a contiguous
-// array (CrossfadeJob indexes into it) plus a name index.
+// registers clips for a skeleton up front. Both end up here: an array of
+// clips (CrossfadeJob indexes into it) plus a name index. Clips are held by
+// shared pointer, so that sessions registering the same clip can share one
+// copy of its keys (ClipCache).
 #ifndef POSEWIRE_SERVER_OPS_CLIP_LIBRARY_H_
 #define POSEWIRE_SERVER_OPS_CLIP_LIBRARY_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,7 @@ class ClipLibrary {
   explicit ClipLibrary(const Skeleton* skeleton);
 
   // Adds an already validated clip under `name`. ALREADY_EXISTS if taken.
+  absl::Status Add(std::string name, std::shared_ptr<const Clip> clip);
   absl::Status Add(std::string name, Clip clip);
 
   // The index of the clip called `name`, converting it first if needed.
@@ -44,17 +48,21 @@ class ClipLibrary {
   // does not fit the skeleton.
   absl::StatusOr<int> Find(absl::string_view name, absl::string_view field);
 
-  // Every clip; only indices returned by Find or Add are valid clips.
-  absl::Span<const Clip> clips() const { return clips_; }
+  // Every clip; only indices returned by Find or Add are valid (the others
+  // are null until Find converts them).
+  absl::Span<const Clip* const> clips() const { return clips_; }
+  // The clip at an index Find or Add returned.
+  const Clip& clip(int index) const { return *clips_[index]; }
   const std::string& name(int index) const { return names_[index]; }
   int size() const { return static_cast<int>(clips_.size()); }
 
  private:
   const Skeleton* skeleton_;
   const google::protobuf::RepeatedPtrField<v1::Clip>* wire_clips_ = nullptr;
-  std::vector<Clip> clips_;
+  std::vector<std::shared_ptr<const Clip>> owned_;
+  // owned_'s pointers, for clips(); null until converted.
+  std::vector<const Clip*> clips_;
   std::vector<std::string> names_;
-  std::vector<bool> ready_;
   absl::flat_hash_map<std::string, int> index_;
 };
 

@@ -44,7 +44,7 @@ absl::Status SampleInto(const OpFrame& frame, const CompiledSample& sample,
   }
   SamplingJob job;
   job.skeleton = &frame.skeleton;
-  job.clip = &frame.clips.clips()[*clip];
+  job.clip = &frame.clips.clip(*clip);
   job.clip_validated = true;
   job.time = time;
   job.mode = sample.mode;

@@ -121,7 +121,7 @@ absl::Status BakeRun::CheckAndPrepare(const ServerConfig& config,
     source_clip_ = *index;
   }
   auto count = FrameCount(
-      request, source_clip_ < 0 ? nullptr : &clips_.clips()[source_clip_],
+      request, source_clip_ < 0 ? nullptr : &clips_.clip(source_clip_),
       frame_rate_, config.max_bake_frames);
   if (!count.ok()) return count.status();
   frames_total_ = *count;
@@ -272,7 +272,7 @@ absl::Status BakeRun::SolveFrame(uint32_t index, v1::BakedFrame* out,
     // The job a sample_clip op runs, with the same inputs.
     SamplingJob job;
     job.skeleton = &skeleton;
-    job.clip = &clips_.clips()[source_clip_];
+    job.clip = &clips_.clip(source_clip_);
     job.clip_validated = true;
     job.time = time;
     job.mode =

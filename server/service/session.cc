@@ -230,8 +230,12 @@ absl::Status Session::RegisterClip(const v1::RegisterClip& message) {
   auto clip =
       ClipFromProto(message.clip(), *it->second.skeleton, "register_clip.clip");
   if (!clip.ok()) return clip.status();
-  // Clips are named per skeleton; ops name them by the registered id.
-  if (absl::Status s = it->second.clips->Add(message.id(), *std::move(clip));
+  // Clips are named per skeleton; ops name them by the registered id. The
+  // keys are shared with other sessions that registered the same clip.
+  std::shared_ptr<const Clip> shared =
+      clip_cache_ != nullptr ? clip_cache_->Share(*std::move(clip))
+                             : std::make_shared<const Clip>(*std::move(clip));
+  if (absl::Status s = it->second.clips->Add(message.id(), std::move(shared));
       !s.ok()) {
     return absl::AlreadyExistsError(
         absl::StrCat("register_clip.id: ", s.message(), " for skeleton '",
@@ -328,7 +332,7 @@ absl::Status Session::RegisterLimits(const v1::RegisterLimits& message,
             absl::StrCat(index.status().message(), " registered for skeleton '",
                          message.skeleton_id(), "'"));
       }
-      clips.push_back(library.clips()[*index]);
+      clips.push_back(library.clip(*index));
     }
     if (absl::Status s =
             LearnLimitsFromClips(skeleton, clips, message.learn_options(),

@@ -19,6 +19,7 @@
 #include "server/ops/op_timings.h"
 #include "server/ops/plan.h"
 #include "server/service/character_solve.h"
+#include "server/service/clip_cache.h"
 #include "server/service/hit_query.h"
 #include "server/service/pose_history.h"
 #include "server/service/server_config.h"
@@ -37,11 +38,15 @@ struct SessionStats {
 
 class Session {
  public:
-  // `metrics` (optional) records per-operation times.
+  // `metrics` (optional) records per-operation times. `clip_cache`
+  // (optional; must outlive the session) shares registered clips with the
+  // server's other sessions.
   explicit Session(const ServerConfig& config,
-                   OperationTimingsSink* metrics = nullptr)
+                   OperationTimingsSink* metrics = nullptr,
+                   ClipCache* clip_cache = nullptr)
       : config_(config),
         metrics_(metrics),
+        clip_cache_(clip_cache),
         lookup_{.by_hash = {},
                 .by_id =
                     [this](const std::string& id) {
@@ -172,6 +177,7 @@ class Session {
 
   const ServerConfig& config_;
   OperationTimingsSink* metrics_;
+  ClipCache* clip_cache_;
   // What ops name by registration id: a retarget's source skeleton, a
   // plausibility op's limit set.
   const RegistryLookup lookup_;

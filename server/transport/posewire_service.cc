@@ -177,7 +177,7 @@ class PoseWireService::SessionReactor final
       : service_(service),
         id_(id),
         peer_(std::move(peer)),
-        session_(service->config_, service->metrics_) {
+        session_(service->config_, service->metrics_, &service->clips_) {
     service_->metrics_->SessionStarted();
     service_->TrackSession(this);
     ReadNext();

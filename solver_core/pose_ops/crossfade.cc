@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "solver_core/pose_ops/blending_job.h"
@@ -33,7 +34,7 @@ absl::Status CheckPlayback(const CrossfadeJob& job, const ClipPlayback& p,
   }
   SamplingJob sampling;
   sampling.skeleton = job.skeleton;
-  sampling.clip = &job.clips[p.clip];
+  sampling.clip = job.clips[p.clip];
   sampling.time = p.time;
   sampling.mode = p.mode;
   sampling.rotation_interpolation = job.rotation_interpolation;
@@ -117,6 +118,10 @@ absl::Status CheckPlaybackValues(const CrossfadeJob& job, const ClipPlayback& p,
                                                    " is out of range [0, ",
                                                    job.clips.size(), ")"));
   }
+  if (job.clips[p.clip] == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".clip: ", p.clip, " names a null clip"));
+  }
   if (!std::isfinite(p.time)) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ".time: ", p.time, " is not finite"));
@@ -195,7 +200,7 @@ absl::Status ValidateState(const CrossfadeJob& job) {
     }
     if (f.target.clip < 0 ||
         f.target.clip >= static_cast<int>(job.clips.size()) ||
-        !std::isfinite(f.target.time) ||
+        job.clips[f.target.clip] == nullptr || !std::isfinite(f.target.time) ||
         (f.target.mode != PlaybackMode::kLoop &&
          f.target.mode != PlaybackMode::kClamp)) {
       return CheckPlaybackValues(job, f.target,
@@ -233,12 +238,12 @@ absl::Status Step(const CrossfadeJob& job, bool checked) {
       std::min(static_cast<int>(in.fades.size()), kMaxQueuedFades);
   Fade fades[kMaxQueuedFades];
   ClipPlayback current = in.current;
-  Advance(job.dt, job.clips[current.clip], &current);
+  Advance(job.dt, *job.clips[current.clip], &current);
   int finished = -1;
   for (int i = 0; i < num_fades; ++i) {
     Fade& f = fades[i];
     f = in.fades[i];
-    Advance(job.dt, job.clips[f.target.clip], &f.target);
+    Advance(job.dt, *job.clips[f.target.clip], &f.target);
     f.elapsed = std::min(f.elapsed + job.dt, f.duration);
     if (f.elapsed >= f.duration) finished = i;
   }
@@ -271,7 +276,7 @@ absl::Status Step(const CrossfadeJob& job, bool checked) {
   sampling.clip_validated = job.clips_validated;
   auto sample = [&](const ClipPlayback& p, SamplingCursor* cursor,
                     absl::Span<Transform> out) {
-    sampling.clip = &job.clips[p.clip];
+    sampling.clip = job.clips[p.clip];
     sampling.time = p.time;
     sampling.mode = p.mode;
     sampling.cursor = cursor;
@@ -351,10 +356,13 @@ absl::StatusOr<CrossfadeState> StepCrossfade(const Skeleton& skeleton,
                                              const CrossfadeState& state,
                                              float dt,
                                              absl::Span<Transform> pose) {
+  absl::InlinedVector<const Clip*, 8> pointers;
+  pointers.reserve(clips.size());
+  for (const Clip& clip : clips) pointers.push_back(&clip);
   CrossfadeState next;
   CrossfadeJob job;
   job.skeleton = &skeleton;
-  job.clips = clips;
+  job.clips = pointers;
   job.state = &state;
   job.dt = dt;
   job.output = pose;

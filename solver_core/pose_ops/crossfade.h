@@ -116,8 +116,9 @@ struct CrossfadeWorkspace {
 struct CrossfadeJob {
   // Inputs.
   const Skeleton* skeleton = nullptr;
-  // Every clip the state may name, each valid for `skeleton`.
-  absl::Span<const Clip> clips = {};
+  // Every clip the state may name, each valid for `skeleton` (pointers, so
+  // that a service can share one clip's keys among many callers' lists).
+  absl::Span<const Clip* const> clips = {};
   // As SamplingJob::clip_validated, for every clip.
   bool clips_validated = false;
   RotationInterpolation rotation_interpolation = RotationInterpolation::kNlerp;

@@ -62,6 +62,7 @@ class CrossfadeTest : public ::testing::Test {
     clips_.push_back(RampClip("a", 2.0f, 0.0f, 1.0f, 0.5f));
     clips_.push_back(RampClip("b", 4.0f, 10.0f, -1.0f, -0.5f));
     clips_.push_back(RampClip("c", 1.0f, -5.0f, 2.0f, 1.0f));
+    for (const Clip& clip : clips_) clip_pointers_.push_back(&clip);
   }
 
   // One step; expects success.
@@ -93,6 +94,8 @@ class CrossfadeTest : public ::testing::Test {
 
   Skeleton skeleton_;
   std::vector<Clip> clips_;
+  // CrossfadeJob::clips: clips_, which the fixture never resizes.
+  std::vector<const Clip*> clip_pointers_;
 };
 
 TEST_F(CrossfadeTest, FadeTo_WithNothingPlayingStartsTheClipAtOnce) {
@@ -273,7 +276,7 @@ TEST_F(CrossfadeTest, Step_SameStateSameBitsWithOrWithoutWorkspace) {
     LocalPose a(kJoints), b(kJoints);
     CrossfadeState next_with;
     CrossfadeJob job{.skeleton = &skeleton_,
-                     .clips = clips_,
+                     .clips = clip_pointers_,
                      .state = &with,
                      .dt = 0.05f + 0.01f * (i % 3),
                      .workspace = &workspace,
@@ -326,16 +329,33 @@ TEST_F(CrossfadeTest, Step_RejectsBadInputsAndLeavesTheStateAlone) {
   bad.fades = good.fades;
   EXPECT_THAT(run(bad, 0.1f).message(), HasSubstr("no clip is playing"));
 
+  // A job stepping `state` in place over `clips`.
+  auto in_place = [&](absl::Span<const Clip* const> clips,
+                      CrossfadeState& state) {
+    return CrossfadeJob{.skeleton = &skeleton_,
+                        .clips = clips,
+                        .state = &state,
+                        .dt = 0.1f,
+                        .output = absl::MakeSpan(pose),
+                        .next_state = &state};
+  };
+  // A null entry in the job's clip list, where the state plays or fades to
+  // it: refused before anything is read.
+  for (int null_clip : {0, 1}) {
+    std::vector<const Clip*> with_null = clip_pointers_;
+    with_null[null_clip] = nullptr;
+    CrossfadeState state = good;
+    EXPECT_THAT(in_place(with_null, state).Run().message(),
+                HasSubstr("names a null clip"))
+        << null_clip;
+    EXPECT_EQ(state.current.time, good.current.time);
+  }
+
   // A broken clip is reported with the playback that names it, and the
   // state is not advanced.
   clips_[1].tracks[2].rotation.values.pop_back();
   CrossfadeState state = good;
-  CrossfadeJob job{.skeleton = &skeleton_,
-                   .clips = clips_,
-                   .state = &state,
-                   .dt = 0.1f,
-                   .output = absl::MakeSpan(pose),
-                   .next_state = &state};
+  CrossfadeJob job = in_place(clip_pointers_, state);
   const absl::Status s = job.Run();
   EXPECT_THAT(s.message(), HasSubstr("crossfade.state.fades[0].target"));
   EXPECT_THAT(s.message(), HasSubstr("joint 2 'j2'"));
@@ -365,6 +385,7 @@ TEST(CrossfadeRealDataTest, Crossfade_CmuClipsReachTheTargetAndStayContinuous) {
     ASSERT_EQ(skeleton.parent(j), climb->skeleton.parent(j));
   }
   const std::vector<Clip> clips = {jumps->clips[0], climb->clips[0]};
+  const std::vector<const Clip*> clip_pointers = {&clips[0], &clips[1]};
   const int n = skeleton.num_joints();
 
   // 64 Hz: elapsed times are exact in float, so the fade ends on a step.
@@ -405,7 +426,7 @@ TEST(CrossfadeRealDataTest, Crossfade_CmuClipsReachTheTargetAndStayContinuous) {
                                       clips[1].duration, PlaybackMode::kLoop);
     CrossfadeState next;
     CrossfadeJob job{.skeleton = &skeleton,
-                     .clips = clips,
+                     .clips = clip_pointers,
                      .clips_validated = true,
                      .state = &state,
                      .dt = dt,

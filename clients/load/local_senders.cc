@@ -61,12 +61,11 @@ class LocalSender {
 
 class LocalStream final : public LocalSender {
  public:
-  // `clips`: the clip cache shared by the phase's streams, as the server's
-  // sessions share one.
-  LocalStream(const server::ServerConfig& config, server::ClipCache& clips,
+  // `shared`: what the phase's streams share, as the server's sessions do.
+  LocalStream(const server::ServerConfig& config, server::SessionShared& shared,
               const Phase& phase, int index, SenderResult& r)
       : LocalSender(phase, index, r),
-        session_(config, nullptr, &clips),
+        session_(config, nullptr, &shared),
         frames_(phase.workload.frames),
         queries_(phase.workload.queries) {}
 
@@ -189,13 +188,13 @@ void RunInProcess(const Phase& phase, int threads,
   // The server's defaults: the same limits the service enforces.
   const server::ServerConfig config;
   server::SkeletonCache cache(config.skeleton_cache_size);
-  server::ClipCache clips;
+  server::SessionShared shared(config.skeleton_cache_size);
   const int n = phase.config.senders;
   std::vector<std::unique_ptr<LocalSender>> senders;
   for (int i = 0; i < n; ++i) {
     if (phase.config.stream) {
       senders.push_back(
-          std::make_unique<LocalStream>(config, clips, phase, i, results[i]));
+          std::make_unique<LocalStream>(config, shared, phase, i, results[i]));
     } else {
       senders.push_back(
           std::make_unique<LocalUnary>(config, cache, phase, i, results[i]));

@@ -21,6 +21,26 @@ std::string Key(absl::string_view skeleton_hash,
 
 }  // namespace
 
+std::shared_ptr<const Plan> PlanCache::FindLocked(const std::string& key) {
+  auto it = index_.find(key);
+  if (it == index_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->plan;
+}
+
+std::shared_ptr<const Plan> PlanCache::StoreLocked(
+    std::string key, std::shared_ptr<const Skeleton> skeleton,
+    std::shared_ptr<const Plan> plan) {
+  if (std::shared_ptr<const Plan> cached = FindLocked(key)) return cached;
+  lru_.push_front(Entry{key, std::move(skeleton), plan});
+  index_.emplace(std::move(key), lru_.begin());
+  while (static_cast<int>(lru_.size()) > capacity_) {
+    index_.erase(lru_.back().key);
+    lru_.pop_back();
+  }
+  return plan;
+}
+
 absl::StatusOr<std::shared_ptr<const Plan>> PlanCache::Get(
     std::shared_ptr<const Skeleton> skeleton, absl::string_view skeleton_hash,
     const google::protobuf::RepeatedPtrField<v1::Operation>& ops,
@@ -28,29 +48,51 @@ absl::StatusOr<std::shared_ptr<const Plan>> PlanCache::Get(
   std::string key = Key(skeleton_hash, ops);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = index_.find(key);
-    if (it != index_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second);
-      return it->second->plan;
-    }
+    if (std::shared_ptr<const Plan> cached = FindLocked(key)) return cached;
   }
   // Compiled outside the lock: two threads may compile the same plan once
   // each, and the first stored wins; both are the same plan.
   auto plan = Plan::Compile(*skeleton, ops, limits, field, registry);
   if (!plan.ok() || capacity_ <= 0) return plan;
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = index_.find(key);
-  if (it != index_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return it->second->plan;
+  return StoreLocked(std::move(key), std::move(skeleton), *std::move(plan));
+}
+
+absl::StatusOr<std::shared_ptr<const Plan>> PlanCache::GetUnlessRegistryUsed(
+    std::shared_ptr<const Skeleton> skeleton, absl::string_view skeleton_hash,
+    const google::protobuf::RepeatedPtrField<v1::Operation>& ops,
+    OpLimits limits, absl::string_view field, const RegistryLookup& registry) {
+  std::string key = Key(skeleton_hash, ops);
+  {
+    // Only plans that looked nothing up are ever stored here, and the same
+    // ops always make the same lookups: a plan found is the caller's too.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (std::shared_ptr<const Plan> cached = FindLocked(key)) return cached;
   }
-  lru_.push_front(Entry{key, std::move(skeleton), *plan});
-  index_.emplace(std::move(key), lru_.begin());
-  while (static_cast<int>(lru_.size()) > capacity_) {
-    index_.erase(lru_.back().key);
-    lru_.pop_back();
+  bool looked_up = false;
+  RegistryLookup watched = registry;
+  if (registry.by_hash) {
+    watched.by_hash = [&](const std::string& hash) {
+      looked_up = true;
+      return registry.by_hash(hash);
+    };
   }
-  return plan;
+  if (registry.by_id) {
+    watched.by_id = [&](const std::string& id) {
+      looked_up = true;
+      return registry.by_id(id);
+    };
+  }
+  if (registry.limits_by_id) {
+    watched.limits_by_id = [&](const std::string& id) {
+      looked_up = true;
+      return registry.limits_by_id(id);
+    };
+  }
+  auto plan = Plan::Compile(*skeleton, ops, limits, field, &watched);
+  if (!plan.ok() || looked_up || capacity_ <= 0) return plan;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return StoreLocked(std::move(key), std::move(skeleton), *std::move(plan));
 }
 
 int PlanCache::size() const {

@@ -35,9 +35,26 @@ class PlanCache {
       OpLimits limits, absl::string_view field,
       const RegistryLookup* registry = nullptr);
 
+  // As Get, for a caller whose `registry` names things of its own (a
+  // session's registration ids), which a plan cached by content must not
+  // depend on: a plan whose compiling looked anything up in `registry` is
+  // returned uncached, to this caller alone.
+  absl::StatusOr<std::shared_ptr<const Plan>> GetUnlessRegistryUsed(
+      std::shared_ptr<const Skeleton> skeleton, absl::string_view skeleton_hash,
+      const google::protobuf::RepeatedPtrField<v1::Operation>& ops,
+      OpLimits limits, absl::string_view field, const RegistryLookup& registry);
+
   int size() const;
 
  private:
+  // The cached plan under `key`, marked most recently used; null if none.
+  std::shared_ptr<const Plan> FindLocked(const std::string& key);
+  // Caches `plan` under `key` (an equal plan cached meanwhile wins) and
+  // returns the cached one.
+  std::shared_ptr<const Plan> StoreLocked(
+      std::string key, std::shared_ptr<const Skeleton> skeleton,
+      std::shared_ptr<const Plan> plan);
+
   struct Entry {
     std::string key;
     // Kept alive with its plan, whatever the skeleton cache evicts.

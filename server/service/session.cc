@@ -206,6 +206,19 @@ absl::Status Session::RegisterSkeleton(const v1::RegisterSkeleton& message) {
   if (!skeleton.ok()) return skeleton.status();
   SkeletonEntry entry;
   entry.skeleton = std::make_shared<const Skeleton>(*std::move(skeleton));
+  if (shared_ != nullptr) {
+    // One copy among the sessions that registered an equal skeleton. Within
+    // a session each registration stays its own object: ops tell a
+    // session's skeletons apart by identity (a limit set is for the
+    // skeleton it was registered for).
+    entry.hash = SkeletonHash(*entry.skeleton);
+    std::shared_ptr<const Skeleton> common =
+        shared_->skeletons.Insert(entry.hash, entry.skeleton);
+    const bool mine = std::any_of(
+        skeletons_.begin(), skeletons_.end(),
+        [&](const auto& held) { return held.second.skeleton == common; });
+    if (!mine) entry.skeleton = std::move(common);
+  }
   entry.clips = std::make_unique<ClipLibrary>(entry.skeleton.get());
   skeletons_.emplace(message.id(), std::move(entry));
   ++objects_;
@@ -233,8 +246,8 @@ absl::Status Session::RegisterClip(const v1::RegisterClip& message) {
   // Clips are named per skeleton; ops name them by the registered id. The
   // keys are shared with other sessions that registered the same clip.
   std::shared_ptr<const Clip> shared =
-      clip_cache_ != nullptr ? clip_cache_->Share(*std::move(clip))
-                             : std::make_shared<const Clip>(*std::move(clip));
+      shared_ != nullptr ? shared_->clips.Share(*std::move(clip))
+                         : std::make_shared<const Clip>(*std::move(clip));
   if (absl::Status s = it->second.clips->Add(message.id(), std::move(shared));
       !s.ok()) {
     return absl::AlreadyExistsError(
@@ -258,10 +271,15 @@ absl::Status Session::RegisterRig(const v1::RegisterRig& message) {
   // Compiled now, so a rig that cannot run is refused here, once, instead
   // of failing every frame; clips are looked up when frames run, since a
   // rig may name a clip registered after it.
-  auto plan =
-      Plan::Compile(*entry->second.skeleton, message.ops(),
-                    {.max_solver_iterations = config_.max_solver_iterations},
-                    "register_rig", &lookup_);
+  const OpLimits limits{.max_solver_iterations = config_.max_solver_iterations};
+  // Shared with the sessions that registered the same ops for an equal
+  // skeleton, unless the ops name this session's registrations.
+  auto plan = shared_ != nullptr
+                  ? shared_->skeletons.plans().GetUnlessRegistryUsed(
+                        entry->second.skeleton, entry->second.hash,
+                        message.ops(), limits, "register_rig", lookup_)
+                  : Plan::Compile(*entry->second.skeleton, message.ops(),
+                                  limits, "register_rig", &lookup_);
   if (!plan.ok()) return plan.status();
   rigs_.emplace(message.id(),
                 std::make_shared<const Rig>(Rig{entry->second.skeleton,

@@ -23,6 +23,7 @@
 #include "server/service/hit_query.h"
 #include "server/service/pose_history.h"
 #include "server/service/server_config.h"
+#include "server/service/skeleton_cache.h"
 #include "solver_core/model/skeleton.h"
 #include "solver_core/referee/hitboxes.h"
 
@@ -36,17 +37,28 @@ struct SessionStats {
   int64_t errors = 0;
 };
 
+// What a server's sessions share by content, so that sessions registering
+// the same skeleton, rig or clip hold one copy of it, which their frames
+// keep warm in cache: skeletons and the rigs compiled for them (a
+// SkeletonCache and its PlanCache of their own, apart from Solve's), and
+// clips. A rig whose ops name another registration of the session (a
+// retarget source, a limit set) is compiled for its session alone.
+struct SessionShared {
+  explicit SessionShared(int capacity) : skeletons(capacity) {}
+  SkeletonCache skeletons;
+  ClipCache clips;
+};
+
 class Session {
  public:
-  // `metrics` (optional) records per-operation times. `clip_cache`
-  // (optional; must outlive the session) shares registered clips with the
-  // server's other sessions.
+  // `metrics` (optional) records per-operation times. `shared` (optional;
+  // must outlive the session) is what the server's sessions share.
   explicit Session(const ServerConfig& config,
                    OperationTimingsSink* metrics = nullptr,
-                   ClipCache* clip_cache = nullptr)
+                   SessionShared* shared = nullptr)
       : config_(config),
         metrics_(metrics),
-        clip_cache_(clip_cache),
+        shared_(shared),
         lookup_{.by_hash = {},
                 .by_id =
                     [this](const std::string& id) {
@@ -94,6 +106,8 @@ class Session {
  private:
   struct SkeletonEntry {
     std::shared_ptr<const Skeleton> skeleton;
+    // Its content hash; empty when the session shares nothing.
+    std::string hash;
     std::unique_ptr<ClipLibrary> clips;
   };
   // A rig is compiled when it is registered: a frame only runs its plan.
@@ -177,7 +191,7 @@ class Session {
 
   const ServerConfig& config_;
   OperationTimingsSink* metrics_;
-  ClipCache* clip_cache_;
+  SessionShared* shared_;
   // What ops name by registration id: a retarget's source skeleton, a
   // plausibility op's limit set.
   const RegistryLookup lookup_;

@@ -177,7 +177,8 @@ class PoseWireService::SessionReactor final
       : service_(service),
         id_(id),
         peer_(std::move(peer)),
-        session_(service->config_, service->metrics_, &service->clips_) {
+        session_(service->config_, service->metrics_,
+                 &service->session_shared_) {
     service_->metrics_->SessionStarted();
     service_->TrackSession(this);
     ReadNext();
@@ -416,6 +417,7 @@ PoseWireService::PoseWireService(const ServerConfig& config, Metrics* metrics,
       metrics_(metrics),
       auth_tokens_(std::move(auth_tokens)),
       skeletons_(config.skeleton_cache_size),
+      session_shared_(config.skeleton_cache_size),
       pool_(std::make_unique<WorkerPool>(config.EffectiveThreads())),
       placement_(config.inline_request_bytes, config.batch_inline_quiet) {
   info_.set_version(kVersion);

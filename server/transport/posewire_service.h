@@ -14,8 +14,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "posewire/v1/posewire.grpc.pb.h"
-#include "server/service/clip_cache.h"
 #include "server/service/server_config.h"
+#include "server/service/session.h"
 #include "server/service/skeleton_cache.h"
 #include "server/transport/metrics.h"
 #include "server/transport/request_placement.h"
@@ -124,8 +124,8 @@ class PoseWireService final : public PoseWireCallbackBase {
   // Built once: GetInfo's answer never changes while the server runs.
   v1::GetInfoResponse info_;
   SkeletonCache skeletons_;
-  // Registered clips, shared among sessions by content.
-  ClipCache clips_;
+  // What sessions share by content (skeletons, rigs, clips).
+  SessionShared session_shared_;
   // Sessions are admitted and released under the mutex, so the global and
   // per-peer counts can never disagree; the atomic lets active_sessions()
   // read without it.

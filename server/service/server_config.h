@@ -68,7 +68,10 @@ struct ServerConfig {
   int max_bake_frames = 100000;
   int64_t max_bake_bytes = int64_t{1} << 30;
   int max_concurrent_bakes = 8;
-  // Skeletons kept for SkeletonRef.hash lookups (least recently used go).
+  // Skeletons kept for SkeletonRef.hash lookups (least recently used go),
+  // with Solve's compiled plans; also the size of the skeleton and plan
+  // caches sessions share (SessionShared). A shared entry evicted stays
+  // alive in the sessions that hold it.
   int skeleton_cache_size = 1024;
   // HTTP address for Prometheus metrics (/metrics); empty: not served.
   std::string metrics_listen;

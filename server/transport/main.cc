@@ -90,7 +90,9 @@ ABSL_FLAG(absl::Duration, keepalive_timeout, absl::Seconds(10),
           "Drop the connection (and free its sessions) when a keepalive "
           "ping is not answered within this.");
 ABSL_FLAG(int, skeleton_cache_size, 1024,
-          "Skeletons kept for lookups by content hash.");
+          "Skeletons kept for lookups by content hash (and their compiled "
+          "op lists); as many again for the skeletons and rigs sessions "
+          "share.");
 ABSL_FLAG(std::string, metrics_listen, "",
           "HOST:PORT to serve Prometheus metrics on (/metrics); empty: off.");
 ABSL_FLAG(std::string, tls_cert, "",

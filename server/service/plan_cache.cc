@@ -1,5 +1,8 @@
 #include "server/service/plan_cache.h"
 
+#include <functional>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 
 namespace posewire::server {
@@ -17,6 +20,18 @@ std::string Key(absl::string_view skeleton_hash,
     absl::StrAppend(&key, "|", bytes.size(), ":", bytes);
   }
   return key;
+}
+
+// `lookup`, noting in `used` each time it is called; empty stays empty
+// (ops tell "no registry" from "not found" by it).
+template <typename Result>
+std::function<Result(const std::string&)> Watched(
+    const std::function<Result(const std::string&)>& lookup, bool& used) {
+  if (!lookup) return lookup;
+  return [&lookup, &used](const std::string& key) {
+    used = true;
+    return lookup(key);
+  };
 }
 
 }  // namespace
@@ -70,25 +85,11 @@ absl::StatusOr<std::shared_ptr<const Plan>> PlanCache::GetUnlessRegistryUsed(
     if (std::shared_ptr<const Plan> cached = FindLocked(key)) return cached;
   }
   bool looked_up = false;
-  RegistryLookup watched = registry;
-  if (registry.by_hash) {
-    watched.by_hash = [&](const std::string& hash) {
-      looked_up = true;
-      return registry.by_hash(hash);
-    };
-  }
-  if (registry.by_id) {
-    watched.by_id = [&](const std::string& id) {
-      looked_up = true;
-      return registry.by_id(id);
-    };
-  }
-  if (registry.limits_by_id) {
-    watched.limits_by_id = [&](const std::string& id) {
-      looked_up = true;
-      return registry.limits_by_id(id);
-    };
-  }
+  const RegistryLookup watched{
+      .by_hash = Watched(registry.by_hash, looked_up),
+      .by_id = Watched(registry.by_id, looked_up),
+      .limits_by_id = Watched(registry.limits_by_id, looked_up),
+      .max_joints = registry.max_joints};
   auto plan = Plan::Compile(*skeleton, ops, limits, field, &watched);
   if (!plan.ok() || looked_up || capacity_ <= 0) return plan;
   std::lock_guard<std::mutex> lock(mutex_);

@@ -21,8 +21,8 @@ namespace session_shared_test {
 std::vector<v1::SessionRequest> Registrations(const v1::Clip& clip) {
   std::vector<v1::SessionRequest> out(4);
   out[0].mutable_register_skeleton()->set_id("cmu");
-  SkeletonToProto(Walk().skeleton,
-                  out[0].mutable_register_skeleton()->mutable_skeleton());
+  *out[0].mutable_register_skeleton()->mutable_skeleton() =
+      ServiceTest::WalkSkeletonForTests();
   out[1].mutable_register_clip()->set_id("walk");
   out[1].mutable_register_clip()->set_skeleton_id("cmu");
   *out[1].mutable_register_clip()->mutable_clip() = clip;
@@ -64,15 +64,9 @@ std::string FrameAnswer(Session& session, uint64_t sequence, float time) {
   return response.SerializeAsString();
 }
 
-v1::Clip WalkClip() {
-  v1::Clip proto;
-  ClipToProto(Walk().clips.at(0), &proto);
-  return proto;
-}
-
 TEST(ClipCache, SessionsShareAClipEqualBitForBitAndAnswerAsWithTheirOwn) {
   const ServerConfig config;
-  const v1::Clip walk = WalkClip();
+  const v1::Clip walk = ServiceTest::WalkClipForTests();
   // One translation key's last bit flipped: a different clip.
   v1::Clip nudged = walk;
   v1::Track* track = nullptr;
@@ -126,7 +120,7 @@ TEST(ClipCache, SessionsShareAClipEqualBitForBitAndAnswerAsWithTheirOwn) {
 TEST(SessionShared, EqualSkeletonsAndRigsAreOneButARigNamingItsSessionsOwn) {
   const ServerConfig config;
   SessionShared shared(config.skeleton_cache_size);
-  const v1::Clip walk = WalkClip();
+  const v1::Clip walk = ServiceTest::WalkClipForTests();
   Session a(config, nullptr, &shared);
   Session b(config, nullptr, &shared);
   Session alone(config);

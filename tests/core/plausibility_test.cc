@@ -49,6 +49,7 @@
 #include "absl/strings/str_cat.h"
 #include "solver_core/chain_ik/learned_limits.h"
 #include "solver_core/io/asset_reader.h"
+#include "solver_core/model/local_to_model.h"
 #include "solver_core/model/pose.h"
 #include "solver_core/pose_ops/sampling_job.h"
 
@@ -1156,6 +1157,66 @@ TEST(Plausibility, HonestSecondDifferencesReachPastA720DegreeSnap) {
     EXPECT_GT(largest, 3.0f * bound);
     EXPECT_GT(flagged, 0);
   }
+}
+
+// Why a foot-sliding check cannot rescue the slowest doubled speeds: the
+// capture's own planted feet drift. For each foot joint of each CMU clip
+// at 120 Hz, a contact is a run of at least 0.1 s in which the joint stays
+// within 3 cm of its lowest height in the clip (metres for a 1.75 m rig);
+// its drift is the ground distance from the run's first frame to its last
+// over the run's time. Printed per clip and foot (median and largest);
+// asserted that some honest contact drifts faster than 0.1 m/s, the
+// speed the slowest doubled-speed band adds (docs/PERFORMANCE.md).
+TEST(Plausibility, PlantedFeetDriftAsFastAsTheSlowestDoubledSpeedsAdd) {
+  float fastest = 0.0f;
+  for (const Sequence& q : MocapAt(1)) {
+    const Skeleton& s = *q.skeleton;
+    std::vector<std::vector<Eigen::Vector3f>> paths;  // per foot joint
+    std::vector<int> feet;
+    for (const char* name :
+         {"LeftFoot", "RightFoot", "LeftToeBase", "RightToeBase", "LeftAnkle",
+          "RightAnkle", "LeftToe", "RightToe"}) {
+      if (const int j = s.FindJoint(name); j >= 0) feet.push_back(j);
+    }
+    paths.resize(feet.size());
+    ModelPose model(s.num_joints());
+    for (const std::vector<Transform>& frame : q.frames) {
+      const LocalToModelJob fk{
+          .skeleton = &s, .input = frame, .output = absl::MakeSpan(model)};
+      ASSERT_TRUE(fk.Run().ok());
+      for (size_t k = 0; k < feet.size(); ++k) {
+        paths[k].push_back(model[feet[k]].translation * kStature / q.rig_size);
+      }
+    }
+    for (size_t k = 0; k < feet.size(); ++k) {
+      const std::vector<Eigen::Vector3f>& p = paths[k];
+      float lowest = p[0].y();
+      for (const Eigen::Vector3f& v : p) lowest = std::min(lowest, v.y());
+      auto planted = [&](size_t f) { return p[f].y() <= lowest + 0.03f; };
+      std::vector<float> drift;  // m/s, one per contact
+      for (size_t a = 0; a < p.size(); ++a) {
+        if (!planted(a)) continue;
+        size_t b = a;
+        while (b + 1 < p.size() && planted(b + 1)) ++b;
+        const float seconds = static_cast<float>(b - a) * q.dt;
+        if (seconds >= 0.1f) {
+          Eigen::Vector3f d = p[b] - p[a];
+          d.y() = 0.0f;
+          drift.push_back(d.norm() / seconds);
+        }
+        a = b;
+      }
+      if (drift.empty()) continue;
+      std::sort(drift.begin(), drift.end());
+      fastest = std::max(fastest, drift.back());
+      std::printf(
+          "planted %-28s %-12s %2zu contacts, drift median %.3f m/s, "
+          "largest %.3f m/s\n",
+          q.name.c_str(), s.joint_name(feet[k]).c_str(), drift.size(),
+          drift[drift.size() / 2], drift.back());
+    }
+  }
+  EXPECT_GT(fastest, 0.1f);
 }
 
 // The other side of the trade: bounds tight enough for a 720 deg/s snap

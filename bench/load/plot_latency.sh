@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Latency distribution plot from posewire-load --json reports: latency per
 # message against percentile on an HdrHistogram-style axis (50%, 90%, 99%,
-# 99.9%, 99.99%), the service and the in-process baseline of each report.
+# 99.9%, 99.99%): the service, the gRPC echo (stream mode) and the
+# in-process baseline of each report.
 # The title and the curve names come from the reports' own parameters
 # (mode, senders, characters per message, op mix, rate, duration).
 #
@@ -66,7 +67,7 @@ for arg in args:
 
 plots = []
 for i, (label, report) in enumerate(reports):
-    for phase in ("service", "in_process"):
+    for phase in ("service", "echo", "in_process"):
         if phase not in report:
             continue
         name = f"{out}/{i}-{phase}.dat"
@@ -74,7 +75,8 @@ for i, (label, report) in enumerate(reports):
             for q, us in report[phase]["latency_cdf_us"]:
                 if q < 0.99995:
                     print(1.0 / (1.0 - q), us, file=f)
-        dash = 1 if phase == "service" else 2
+        # Solid: the service; dotted: the echo; dashed: in process.
+        dash = {"service": 1, "echo": 3, "in_process": 2}[phase]
         title = f"{label}, {phase.replace('_', '-')}".replace("'", "")
         plots.append(f"'{name}' using 1:2 with lines lw 2 dt {dash} "
                      f"title '{title}'")

@@ -1,7 +1,10 @@
 #include "clients/load/capacity_search.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
+#include <thread>
 
 #include "absl/strings/str_format.h"
 
@@ -85,6 +88,79 @@ Capacity SearchCapacity(const std::string& target, const SearchOptions& options,
     }
   }
   return best;
+}
+
+namespace {
+
+// Whose window runs: parties take turns in order, skipping those whose
+// search has ended.
+class Turns {
+ public:
+  explicit Turns(size_t parties) : active_(parties, true) {}
+
+  // Blocks until it is `party`'s turn.
+  void Wait(size_t party) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return turn_ == party; });
+  }
+
+  // `party` has run its window: the next active party's turn.
+  void Pass(size_t party) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      AdvanceFromLocked(party);
+    }
+    changed_.notify_all();
+  }
+
+  // `party`'s search has ended.
+  void Leave(size_t party) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      active_[party] = false;
+      if (turn_ == party) AdvanceFromLocked(party);
+    }
+    changed_.notify_all();
+  }
+
+ private:
+  void AdvanceFromLocked(size_t party) {
+    for (size_t step = 1; step <= active_.size(); ++step) {
+      const size_t next = (party + step) % active_.size();
+      if (active_[next]) {
+        turn_ = next;
+        return;
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  size_t turn_ = 0;
+  std::vector<bool> active_;
+};
+
+}  // namespace
+
+std::vector<Capacity> SearchCapacitiesInTurn(
+    const std::vector<SearchTarget>& targets, const SearchOptions& options) {
+  std::vector<Capacity> found(targets.size());
+  Turns turns(targets.size());
+  std::vector<std::thread> searches;
+  searches.reserve(targets.size());
+  for (size_t i = 0; i < targets.size(); ++i) {
+    searches.emplace_back([&, i] {
+      found[i] = SearchCapacity(targets[i].name, options, [&](double rate) {
+        turns.Wait(i);
+        PhaseResult window = targets[i].window(rate);
+        turns.Pass(i);
+        return window;
+      });
+      turns.Leave(i);
+    });
+  }
+  for (std::thread& search : searches) search.join();
+  return found;
 }
 
 void PrintCapacity(const Capacity& c) {

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "clients/load/phase.h"
 
@@ -53,6 +54,23 @@ struct Capacity {
 // must be odd and at least 1.
 Capacity SearchCapacity(const std::string& target, const SearchOptions& options,
                         const std::function<PhaseResult(double rate)>& window);
+
+// Searches several targets at once, their windows taking turns (the first
+// target's, the second's, ..., the first's again), each search otherwise as
+// SearchCapacity. On a shared machine a busy stretch then falls on every
+// target's windows alike, so the ratio of their capacities compares them
+// under the same conditions; searched one after the other, minutes apart,
+// one target can draw a quiet stretch and the other a busy one. A search
+// that ends leaves the turns to the others. Each search runs on a thread of
+// its own, started here (so it inherits the caller's CPU affinity), and
+// `windows[i]` is only ever called from target i's thread, never while
+// another target's window runs. Returns the capacities in target order.
+struct SearchTarget {
+  std::string name;
+  std::function<PhaseResult(double rate)> window;
+};
+std::vector<Capacity> SearchCapacitiesInTurn(
+    const std::vector<SearchTarget>& targets, const SearchOptions& options);
 
 void PrintCapacity(const Capacity& c);
 std::string CapacityJson(const Capacity& c);

@@ -22,6 +22,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -108,7 +110,9 @@ ABSL_FLAG(bool, capacity_search, false,
           "Instead of one phase at --rate, search each target (service, "
           "echo, in-process) for the highest rate per sender it holds with "
           "p99 <= --p99_ms, starting at --rate (60 if 0), doubling until a "
-          "window fails, then bisecting.");
+          "window fails, then bisecting. The service's and the echo's "
+          "windows take turns, so both see the same stretch of the "
+          "machine.");
 ABSL_FLAG(double, p99_ms, 1.0,
           "Capacity search: the p99 latency a rate must hold, in ms.");
 ABSL_FLAG(double, search_window, 2.0,
@@ -256,6 +260,18 @@ struct TargetResult {
   Capacity capacity;
 };
 
+// One window of a capacity search: a short phase at `rate` per sender.
+std::function<PhaseResult(double rate)> SearchWindow(const Target& target,
+                                                     const Workload& w,
+                                                     const Config& c) {
+  return [&target, &w, c](double rate) {
+    Config window = c;
+    window.rate = rate;
+    window.duration = absl::GetFlag(FLAGS_search_window);
+    return RunPhase(target.name, w, window, target.run);
+  };
+}
+
 TargetResult Measure(const Target& target, const Workload& w, const Config& c,
                      const SearchOptions* search) {
   TargetResult result;
@@ -265,14 +281,28 @@ TargetResult Measure(const Target& target, const Workload& w, const Config& c,
     return result;
   }
   result.capacity =
-      SearchCapacity(target.name, *search, [&](double rate) -> PhaseResult {
-        Config window = c;
-        window.rate = rate;
-        window.duration = absl::GetFlag(FLAGS_search_window);
-        return RunPhase(target.name, w, window, target.run);
-      });
+      SearchCapacity(target.name, *search, SearchWindow(target, w, c));
   PrintCapacity(result.capacity);
   return result;
+}
+
+// The service's and the echo's capacity searches, their windows taking
+// turns (SearchCapacitiesInTurn).
+std::pair<TargetResult, TargetResult> MeasureInTurn(const Target& service,
+                                                    const Target& echo,
+                                                    const Workload& w,
+                                                    const Config& c,
+                                                    const SearchOptions& how) {
+  const std::vector<Capacity> found = SearchCapacitiesInTurn(
+      {{.name = service.name, .window = SearchWindow(service, w, c)},
+       {.name = echo.name, .window = SearchWindow(echo, w, c)}},
+      how);
+  std::pair<TargetResult, TargetResult> results;
+  results.first.capacity = found[0];
+  results.second.capacity = found[1];
+  PrintCapacity(found[0]);
+  PrintCapacity(found[1]);
+  return results;
 }
 
 // What the report compares: character-frames/s at --rate, or capacities.
@@ -425,22 +455,19 @@ int Main() {
   }
 
   std::vector<ChannelStubs> stubs = Connect(address, c.channels);
-  const TargetResult network =
-      Measure({.name = "service",
-               .run =
-                   [&](const Phase& phase, std::vector<SenderResult>& results) {
-                     RunNetwork(phase, stubs, results);
-                   }},
-              w, c, how);
-  // A stream a draining server handed over leaves the message it sent
-  // after its last answer unread, unless --resume sent it again.
-  const int64_t unread_allowed = c.resume ? 0 : network.phase.handovers;
-  bool ok =
-      search || (network.phase.TotalErrors() == 0 &&
-                 network.phase.sent >= network.phase.answered &&
-                 network.phase.sent - network.phase.answered <= unread_allowed);
+  const Target service_target{
+      .name = "service",
+      .run = [&](const Phase& phase, std::vector<SenderResult>& results) {
+        RunNetwork(phase, stubs, results);
+      }};
+  TargetResult network;
+  // The service phase at --rate runs before the echo starts; a capacity
+  // search starts the echo first and takes turns with it.
+  if (!echo || !search) network = Measure(service_target, w, c, how);
 
   TargetResult echoed;
+  std::unique_ptr<EchoProcess> echo_process;
+  std::vector<ChannelStubs> echo_stubs;
   if (echo) {
     // The child records the service's answers (the server must be up),
     // then confines itself to the echo's CPUs: it starts from every CPU
@@ -453,31 +480,44 @@ int Main() {
       PrintError(s);
       return 1;
     }
-    absl::StatusOr<std::unique_ptr<EchoProcess>> echo_process =
+    absl::StatusOr<std::unique_ptr<EchoProcess>> launched =
         EchoProcess::Launch(argv);
     if (absl::Status s = SetThreadAffinity(*generator_set); !s.ok()) {
       PrintError(s);
       return 1;
     }
-    if (!echo_process.ok()) {
-      PrintError(echo_process.status());
+    if (!launched.ok()) {
+      PrintError(launched.status());
       return 1;
     }
+    echo_process = *std::move(launched);
     const std::string echo_address =
-        absl::StrCat("127.0.0.1:", (*echo_process)->port());
+        absl::StrCat("127.0.0.1:", echo_process->port());
     std::printf("echo baseline: gRPC callback echo on %s, CPUs %s\n",
                 echo_address.c_str(), echo_cpus->c_str());
-    std::vector<ChannelStubs> echo_stubs = Connect(echo_address, c.channels);
-    echoed = Measure(
-        {.name = "echo",
-         .run =
-             [&](const Phase& phase, std::vector<SenderResult>& results) {
-               RunNetwork(phase, echo_stubs, results);
-             }},
-        w, c, how);
-    ok = ok && (search || (echoed.phase.TotalErrors() == 0 &&
-                           echoed.phase.sent == echoed.phase.answered));
+    echo_stubs = Connect(echo_address, c.channels);
+    const Target echo_target{
+        .name = "echo",
+        .run = [&](const Phase& phase, std::vector<SenderResult>& results) {
+          RunNetwork(phase, echo_stubs, results);
+        }};
+    if (search) {
+      std::tie(network, echoed) =
+          MeasureInTurn(service_target, echo_target, w, c, *how);
+    } else {
+      echoed = Measure(echo_target, w, c, how);
+    }
   }
+  // A stream a draining server handed over leaves the message it sent
+  // after its last answer unread, unless --resume sent it again.
+  const int64_t unread_allowed = c.resume ? 0 : network.phase.handovers;
+  const bool ok =
+      search ||
+      (network.phase.TotalErrors() == 0 &&
+       network.phase.sent >= network.phase.answered &&
+       network.phase.sent - network.phase.answered <= unread_allowed &&
+       (!echo || (echoed.phase.TotalErrors() == 0 &&
+                  echoed.phase.sent == echoed.phase.answered)));
 
   TargetResult local;
   const bool baseline = absl::GetFlag(FLAGS_baseline);

@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include "clients/load/capacity_search.h"
@@ -197,6 +200,56 @@ TEST(SearchCapacity, AHeldRateReportsItsWorstHoldingWindow) {
   EXPECT_DOUBLE_EQ(c.rate_per_sender, 60);
   EXPECT_DOUBLE_EQ(c.p99_us, 900);
   EXPECT_EQ(c.windows, 4);  // 60 held twice; 120 failed twice
+}
+
+TEST(SearchCapacitiesInTurn, WindowsAlternateAndEachSearchLandsAsAlone) {
+  // The service fails sooner than the echo: 60 to 480 hold for both, the
+  // service's 960 fails while the echo's holds. The service's search takes
+  // 9 windows, the echo's 10.
+  Saturating service(700);
+  Saturating echo(1500);
+  std::vector<int> order;  // whose window ran, in turn
+  std::atomic<int> running{0};
+  int most_running = 0;
+  const auto window_of = [&](Saturating& target, int who) {
+    return [&, who](double rate) {
+      most_running = std::max(most_running, ++running);
+      order.push_back(who);
+      // A window takes time: a search that did not wait would overlap.
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      const PhaseResult p = target(rate);
+      --running;
+      return p;
+    };
+  };
+  const SearchOptions options{
+      .start_rate = 60, .refine_steps = 4, .tries_per_rate = 1};
+  const std::vector<Capacity> found = SearchCapacitiesInTurn(
+      {{.name = "service", .window = window_of(service, 0)},
+       {.name = "echo", .window = window_of(echo, 1)}},
+      options);
+
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(most_running, 1);
+  // Each search ran exactly as it would alone.
+  Saturating service_alone(700);
+  Saturating echo_alone(1500);
+  SearchCapacity("service", options, std::ref(service_alone));
+  SearchCapacity("echo", options, std::ref(echo_alone));
+  EXPECT_EQ(service.rates_tried, service_alone.rates_tried);
+  EXPECT_EQ(echo.rates_tried, echo_alone.rates_tried);
+  EXPECT_EQ(found[0].target, "service");
+  EXPECT_DOUBLE_EQ(found[0].rate_per_sender, 690);
+  EXPECT_EQ(found[1].target, "echo");
+  EXPECT_DOUBLE_EQ(found[1].rate_per_sender, 1500);
+  // Turns alternate from the service while both search; the longer search
+  // then runs its last windows alone.
+  ASSERT_EQ(order.size(), service.rates_tried.size() + echo.rates_tried.size());
+  const size_t both =
+      2 * std::min(service.rates_tried.size(), echo.rates_tried.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(order[i], i < both ? static_cast<int>(i % 2) : 1) << i;
+  }
 }
 
 }  // namespace

@@ -139,6 +139,16 @@ class MessagePair {
   Response* response_ = nullptr;
 };
 
+// The Session messages of the thread answering one. A message's request
+// and response live only while it is answered (the response is serialized
+// before its write starts), so one pair per thread serves every stream.
+// With a pair per stream, 200 streams cycled through 200 arena blocks that
+// each message found cold in the cache; a thread's own block stays warm.
+MessagePair<v1::SessionRequest, v1::SessionResponse>& ThreadSessionMessages() {
+  thread_local MessagePair<v1::SessionRequest, v1::SessionResponse> messages;
+  return messages;
+}
+
 // Answers a session that is refused (over --max_sessions, or not
 // authorised) with `status`, then goes away.
 class RejectedSession final
@@ -169,7 +179,8 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
 // the pool, write, and only then read again. The session therefore never
 // buffers more than one request and one response, whatever the client
 // sends; HTTP/2 flow control pushes back on a client that runs ahead.
-// Each message is parsed into the reactor's MessagePair, reset per message.
+// Each message is parsed into the answering thread's MessagePair, reset
+// per message.
 class PoseWireService::SessionReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
@@ -324,9 +335,11 @@ class PoseWireService::SessionReactor final
 
   // Parses the message read, answers it, and starts the answer's write.
   void AnswerMessage() {
-    messages_.Reset();
-    v1::SessionRequest* request = messages_.request();
-    v1::SessionResponse* response = messages_.response();
+    MessagePair<v1::SessionRequest, v1::SessionResponse>& messages =
+        ThreadSessionMessages();
+    messages.Reset();
+    v1::SessionRequest* request = messages.request();
+    v1::SessionResponse* response = messages.response();
     ++messages_read_;
     if (ParseFromBytes(request_bytes_, request)) {
       session_.Handle(*request, response);
@@ -407,8 +420,6 @@ class PoseWireService::SessionReactor final
   // The write in flight is the hand-over; only the task that starts it
   // sets it, and OnWriteDone runs after that.
   bool handover_written_ = false;
-  // Reset for each message.
-  MessagePair<v1::SessionRequest, v1::SessionResponse> messages_;
 };
 
 PoseWireService::PoseWireService(const ServerConfig& config, Metrics* metrics,

@@ -13,12 +13,14 @@
 #include <vector>
 
 #include "clients/cpp/posewire_client.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "solver_core/pose_ops/sampling_job.h"
 #include "tests/service/service_fixture.h"
 
 namespace posewire::server {
 namespace bake_test {
 
+using ::google::protobuf::util::MessageDifferencer;
 using ::testing::HasSubstr;
 
 constexpr float kRate = 60.0f;
@@ -320,6 +322,33 @@ TEST_F(BakeTest, Bake_MessagesCarryProgressInOrder) {
     EXPECT_EQ(messages[m].state().empty(), !last);
     EXPECT_EQ(messages[m].skeleton_hash().empty(), !last);
   }
+}
+
+// A reader slower than the solve: the server solves one message ahead of
+// the one being sent, waits, and goes on as each is read; every message
+// arrives in order, equal to a fast reader's.
+TEST_F(BakeTest, Bake_SlowReaderGetsTheMessagesAFastOneGets) {
+  v1::BakeRequest request = WalkBake();
+  *request.mutable_ops() = Pipeline();
+  request.set_frame_count(120);
+  request.set_frames_per_message(3);
+  std::vector<v1::BakeResponse> fast;
+  ASSERT_TRUE(ReadAll(request, fast).ok());
+  ASSERT_EQ(fast.size(), 40u);
+
+  grpc::ClientContext context;
+  auto reader = stub_->Bake(&context, request);
+  v1::BakeResponse message;
+  size_t read = 0;
+  while (reader->Read(&message)) {
+    ASSERT_LT(read, fast.size());
+    EXPECT_TRUE(MessageDifferencer::Equals(message, fast[read]))
+        << "message " << read;
+    ++read;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(read, fast.size());
 }
 
 // A server that runs one bake at a time.

@@ -106,6 +106,12 @@ ABSL_FLAG(std::string, echo_cpus, "",
 ABSL_FLAG(bool, echo_serve, false,
           "Run as the echo's child process (posewire-load starts it "
           "itself with this flag).");
+ABSL_FLAG(double, warmup, 0.5,
+          "Seconds at the start of each phase (and each capacity-search "
+          "window) whose messages count for throughput and errors but not "
+          "for latency: every stream opens and registers at once there. 0 "
+          "counts every message; must be less than --duration and "
+          "--search_window.");
 ABSL_FLAG(bool, capacity_search, false,
           "Instead of one phase at --rate, search each target (service, "
           "echo, in-process) for the highest rate per sender it holds with "
@@ -368,6 +374,7 @@ int Main() {
                  "--duration must be > 0, --rate >= 0, --characters >= 1\n");
     return 2;
   }
+  c.warmup = absl::GetFlag(FLAGS_warmup);
   const bool search = absl::GetFlag(FLAGS_capacity_search);
   const int tries = absl::GetFlag(FLAGS_search_tries);
   if (search &&
@@ -377,6 +384,16 @@ int Main() {
     std::fprintf(stderr,
                  "--p99_ms and --search_window must be > 0, --search_steps "
                  ">= 0, --search_tries odd and >= 1\n");
+    return 2;
+  }
+  const double shortest_phase =
+      search ? std::min(c.duration, absl::GetFlag(FLAGS_search_window))
+             : c.duration;
+  if (!(c.warmup >= 0) || c.warmup >= shortest_phase) {
+    std::fprintf(stderr,
+                 "--warmup must be >= 0 and less than --duration%s (it is "
+                 "%g s): a phase needs messages whose latency counts\n",
+                 search ? " and --search_window" : "", c.warmup);
     return 2;
   }
 
@@ -430,13 +447,14 @@ int Main() {
       "posewire-load: %s, %s mode, %d %s, %d characters/message, op_mix %s "
       "(frames send %s), rate %s, %.1f s; server %s (version %s, %u solver "
       "threads), "
-      "%d joints; generator on CPUs %s\n",
+      "%d joints; generator on CPUs %s; latency from %g s into each phase "
+      "(--warmup)\n",
       address.c_str(), mode.c_str(), c.senders,
       c.stream ? "streams" : "callers", c.characters, op_mix.c_str(),
       FrameForm(w),
       c.rate > 0 ? absl::StrCat(c.rate, " Hz").c_str() : "open loop",
       c.duration, address.c_str(), info->version().c_str(),
-      info->solver_threads(), w.joints, generator_cpus->c_str());
+      info->solver_threads(), w.joints, generator_cpus->c_str(), c.warmup);
 
   SearchOptions search_options{
       .start_rate = c.rate > 0 ? c.rate : 60,
@@ -552,10 +570,11 @@ int Main() {
         "{\"server\": \"%s\", \"mode\": \"%s\", \"senders\": %d, "
         "\"characters\": %d, \"op_mix\": \"%s\", \"frames_send\": \"%s\", "
         "\"rate\": %.3f, \"duration\": %.3f, \"joints\": %d, "
-        "\"generator_cpus\": \"%s\", \"capacity_search\": %s, \"service\": %s",
+        "\"generator_cpus\": \"%s\", \"warmup\": %.3f, \"capacity_search\": "
+        "%s, \"service\": %s",
         address, mode, c.senders, c.characters, op_mix, FrameForm(w), c.rate,
-        c.duration, w.joints, *generator_cpus, search ? "true" : "false",
-        TargetJson(network, search));
+        c.duration, w.joints, *generator_cpus, c.warmup,
+        search ? "true" : "false", TargetJson(network, search));
     if (search) {
       out << absl::StrFormat(
           ", \"p99_ms\": %.3f, \"search_window\": %.3f, \"search_tries\": %d",

@@ -82,9 +82,11 @@ void CarryState(v1::SolveResponse& response, v1::SolveRequest& next) {
 
 void Record(SenderResult& r, Live& live, Clock::time_point start,
             Clock::time_point answered, int code, int64_t ok_characters) {
-  r.latency_ns.push_back(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(answered - start)
-          .count());
+  if (start >= live.measure_from) {
+    r.latency_ns.push_back(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(answered - start)
+            .count());
+  }
   ++r.answered;
   live.answered.fetch_add(1, std::memory_order_relaxed);
   r.character_frames += ok_characters;
@@ -112,6 +114,8 @@ PhaseResult RunPhase(
   Live live;
   std::vector<SenderResult> results(c.senders);
   const Clock::time_point start = Clock::now();
+  live.measure_from = start + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(c.warmup));
   const Phase phase{w, c,
                     start + std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double>(c.duration)),

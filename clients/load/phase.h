@@ -33,10 +33,17 @@ struct Config {
   // frames.
   bool resume = false;
   int resume_snapshot_every = 30;
+  // Seconds at the start of each phase (each capacity window) whose
+  // messages count for throughput and errors but not for latency: every
+  // stream opens and registers at once there, a burst a long-lived
+  // deployment sees once, not every few seconds.
+  double warmup = 0;
 };
 
-// Live counters for the progress line.
+// Live counters for the progress line, and when latency starts to count.
 struct Live {
+  // Messages sent before this (the warm-up) have no latency recorded.
+  Clock::time_point measure_from{};
   std::atomic<int64_t> sent{0};
   std::atomic<int64_t> answered{0};
   std::atomic<int64_t> errors{0};
@@ -135,7 +142,8 @@ int QueryCode(const v1::SessionResponse& response);
 // Moves each character's state from `response` into `next` (spring state in
 // unary calls travels through the client).
 void CarryState(v1::SolveResponse& response, v1::SolveRequest& next);
-// One answer, `code` its first non-OK status (0 when OK).
+// One answer, `code` its first non-OK status (0 when OK); its latency is
+// recorded if it was sent after the warm-up.
 void Record(SenderResult& r, Live& live, Clock::time_point start,
             Clock::time_point answered, int code, int64_t ok_characters);
 void Sent(SenderResult& r, Live& live);

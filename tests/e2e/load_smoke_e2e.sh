@@ -47,11 +47,12 @@ grep -q "ratio service/echo" "$work/stream.log" \
   || { cat "$work/stream.log"; fail "stream: no echo ratio printed"; }
 check_json "$work/stream.json"
 
-# The capacity search in short windows, with a threshold (1 s) no window
-# misses for latency alone: each target's capacity is > 0 and
-# the ratios are finite and > 0 (what they are depends on the machine).
+# The capacity search in short windows (a warm-up to match), with a
+# threshold (1 s) no window misses for latency alone: each target's
+# capacity is > 0 and the ratios are finite and > 0 (what they are depends
+# on the machine).
 "$load_bin" --server="$addr" --mode=stream --streams=2 --channels=2 \
-  --rate=30 --duration=1 --capacity_search --search_window=0.2 \
+  --rate=30 --duration=1 --capacity_search --search_window=0.2 --warmup=0.05 \
   --p99_ms=1000 --search_steps=1 --skeleton="$data_dir/cmu_131_01_walk.bvh" \
   --json="$work/capacity.json" >"$work/capacity.log" 2>&1 \
   || { cat "$work/capacity.log"; fail "posewire-load --capacity_search failed"; }
@@ -132,6 +133,15 @@ if "$load_bin" --server="$addr" --capacity_search --search_tries=2 \
 fi
 grep -q "search_tries odd" "$work/tries.log" \
   || { cat "$work/tries.log"; fail "--search_tries=2: unclear message"; }
+
+# A warm-up as long as the windows would leave no latency to judge:
+# refused, naming both flags.
+if "$load_bin" --server="$addr" --capacity_search --search_window=0.2 \
+     --duration=1 >"$work/warmup.log" 2>&1; then
+  fail "--warmup=0.5 with --search_window=0.2 should be refused"
+fi
+grep -q "warmup must be >= 0 and less than --duration and --search_window" \
+  "$work/warmup.log" || { cat "$work/warmup.log"; fail "--warmup: unclear message"; }
 
 stop_server_expect_exit_0 server
 echo "PASS"

@@ -31,6 +31,8 @@
 # against a minimal gRPC callback echo (posewire-load in a child process on
 # every CPU, as the server) answering with the service's recorded answers:
 # the ratio service/echo.
+# Latency counts from 0.5 s into each phase and each capacity window
+# (posewire-load's --warmup), past the burst of every stream registering.
 # The generator's network phase runs on the last CPU only (--cpus), so the
 # tool stands in for remote clients without roaming onto the core where a
 # server thread is about to be woken; the servers and the in-process

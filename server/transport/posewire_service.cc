@@ -180,7 +180,7 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
 // buffers more than one request and one response, whatever the client
 // sends; HTTP/2 flow control pushes back on a client that runs ahead.
 // Each message is parsed into the answering thread's MessagePair, reset
-// per message.
+// once its answer is serialized.
 class PoseWireService::SessionReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
@@ -335,9 +335,9 @@ class PoseWireService::SessionReactor final
 
   // Parses the message read, answers it, and starts the answer's write.
   void AnswerMessage() {
+    // Fresh: made so, and reset once each message's answer is serialized.
     MessagePair<v1::SessionRequest, v1::SessionResponse>& messages =
         ThreadSessionMessages();
-    messages.Reset();
     v1::SessionRequest* request = messages.request();
     v1::SessionResponse* response = messages.response();
     ++messages_read_;
@@ -356,13 +356,18 @@ class PoseWireService::SessionReactor final
                                      errors);
     }
     response_bytes_.Clear();  // the last write is done with it
-    if (grpc::Status s = SerializeToBytes(*response, &response_bytes_);
-        !s.ok()) {
+    const grpc::Status serialized =
+        SerializeToBytes(*response, &response_bytes_);
+    const bool answered_frame = response->has_frame();
+    // Frees what this message grew now, rather than holding it on this
+    // thread until its next Session message.
+    messages.Reset();
+    if (!serialized.ok()) {
       final_code_ = absl::StatusCode::kInternal;
-      End(s);
+      End(serialized);
       return;
     }
-    if (response->has_frame()) {
+    if (answered_frame) {
       follow_up_.Clear();
       if (session_.TakeDueSnapshot(&follow_up_)) {
         if (!SerializeFollowUp()) return;
